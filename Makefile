@@ -1,0 +1,70 @@
+# sluice — `make help` lists the targets.
+SHELL := bash
+GO    ?= go
+BIN   := bin/sluice
+PKGS  := ./...
+# Bounds: every long-running target stops by itself.
+FUZZTIME  ?= 20s
+BENCHTIME ?= 1s
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+.PHONY: build
+build: ## build bin/sluice
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/sluice
+
+.PHONY: run
+run: build ## serve examples/quickstart on http://127.0.0.1:8080
+	@echo "sluice: serving examples/quickstart on http://127.0.0.1:8080 (Ctrl-C stops)"
+	cd examples/quickstart && ../../$(BIN) serve -c sluice.hcl
+
+.PHONY: test
+test: ## run every test (Go toolchain only; committed .wasm guests)
+	$(GO) test -count=1 $(PKGS)
+	@if [ -f sdk/go/go.mod ]; then cd sdk/go && $(GO) test -count=1 ./...; fi
+
+.PHONY: test-race
+test-race: ## run every test with the race detector
+	$(GO) test -count=1 -race $(PKGS)
+
+.PHONY: bench
+bench: ## run the Go benchmarks (-benchmem), BENCHTIME each
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
+
+.PHONY: fuzz
+fuzz: ## run every fuzz target for FUZZTIME each
+	@set -e; for spec in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs grep -h -o '^func Fuzz[A-Za-z0-9_]*' /dev/null | sort -u | sed 's/func //'); do \
+	  pkg=$$(grep -rl --include='*_test.go' "^func $$spec(" . | head -1 | xargs dirname); \
+	  echo "== $$spec in $$pkg"; \
+	  $(GO) test -run '^$$' -fuzz "^$$spec$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
+.PHONY: conformance
+conformance: ## black-box suites with real peers (TCK, h2spec, Prometheus, Jaeger, Pebble)
+	$(GO) test -count=1 -tags conformance -timeout 20m ./conformance/...
+
+.PHONY: wasm
+wasm: ## rebuild the committed .wasm guests whose toolchains are present
+	@./.ci/wasm
+
+.PHONY: examples
+examples: ## boot every example and check its responses
+	$(GO) test -count=1 ./examples/...
+
+.PHONY: lint
+lint: ## go vet and gofmt
+	$(GO) vet $(PKGS)
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+.PHONY: fmt
+fmt: ## gofmt the Go code and canonicalize the HCL examples
+	gofmt -w $$(git ls-files '*.go')
+
+.PHONY: check
+check: lint wasm ## pre-flight: lint, rebuild guests, fail on a dirty tree
+	@git diff --exit-code --stat || (echo "check: the tree changed (gofmt or make wasm); commit the result"; exit 1)

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/host"
+)
+
+func newFlags(name, args, about string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: sluice %s %s\n\n%s\n", name, args, about)
+		var has bool
+		fs.VisitAll(func(*flag.Flag) { has = true })
+		if has {
+			fmt.Fprintln(fs.Output(), "\nFlags:")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+// parse parses flags; it returns -1 to go on, else the exit code.
+func parse(fs *flag.FlagSet, args []string) int {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "sluice %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		fs.Usage()
+		return 2
+	}
+	return -1
+}
+
+func logger(level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}
+
+func cmdServe(args []string) int {
+	fs := newFlags("serve", "[-c FILE.hcl]", `Run a config. SIGHUP reloads it (a bad config is refused and the running
+one keeps serving); SIGTERM and SIGINT drain in-flight requests and exit 0.
+With no config, serve the current directory on 127.0.0.1:8080 from the
+embedded default config.`)
+	file := fs.String("c", "", "config `file` (HCL)")
+	fs.StringVar(file, "config", "", "config `file` (same as -c)")
+	level := fs.String("log-level", "info", "log `level`: debug, info, warn, error")
+	if rc := parse(fs, args); rc >= 0 {
+		return rc
+	}
+	log := logger(*level)
+	opts := host.InstanceOptions{Log: log}
+	if *file != "" {
+		opts.Path = *file
+	} else {
+		dir, err := os.Getwd()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sluice:", err)
+			return 1
+		}
+		opts.Config = config.Default(dir, "127.0.0.1:8080", false)
+		fmt.Fprintf(os.Stderr, "sluice: no config given: serving %s on http://127.0.0.1:8080 (embedded default config)\n", dir)
+	}
+	return run(opts, log)
+}
+
+func cmdFileServer(args []string) int {
+	fs := newFlags("file-server", "--root DIR [--listen ADDR] [--browse]", "Serve a directory over HTTP.")
+	root := fs.String("root", ".", "`directory` to serve")
+	listen := fs.String("listen", "127.0.0.1:8080", "`address` to listen on")
+	browse := fs.Bool("browse", false, "list directories without an index file")
+	level := fs.String("log-level", "info", "log `level`: debug, info, warn, error")
+	if rc := parse(fs, args); rc >= 0 {
+		return rc
+	}
+	dir, err := filepath.Abs(*root)
+	if err == nil {
+		var st os.FileInfo
+		if st, err = os.Stat(dir); err == nil && !st.IsDir() {
+			err = fmt.Errorf("%s is not a directory", dir)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sluice file-server:", err)
+		return 1
+	}
+	log := logger(*level)
+	fmt.Fprintf(os.Stderr, "sluice: serving %s on http://%s\n", dir, displayAddr(*listen))
+	return run(host.InstanceOptions{Log: log, Config: config.Default(dir, *listen, *browse)}, log)
+}
+
+func displayAddr(a string) string {
+	if strings.HasPrefix(a, ":") {
+		return "localhost" + a
+	}
+	return a
+}
+
+// run starts an instance and serves until SIGTERM or SIGINT.
+func run(opts host.InstanceOptions, log *slog.Logger) int {
+	inst, err := host.Start(opts)
+	if err != nil {
+		var de *host.DiagnosticsError
+		if errors.As(err, &de) {
+			fmt.Fprint(os.Stderr, de.Error())
+		} else {
+			fmt.Fprintln(os.Stderr, "sluice:", err)
+		}
+		return 1
+	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+	for sig := range sigs {
+		if sig == syscall.SIGHUP {
+			_ = inst.Reload()
+			continue
+		}
+		log.Info("draining", "signal", sig.String())
+		timeout := inst.Config().Server.ShutdownTimeout
+		ctx := context.Background()
+		if timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+		}
+		go func() { // a second signal stops at once
+			<-sigs
+			log.Warn("second signal: exiting without draining")
+			os.Exit(1)
+		}()
+		if err := inst.Shutdown(ctx); err != nil {
+			log.Warn("shutdown", "error", err)
+		}
+		log.Info("stopped")
+		return 0
+	}
+	return 0
+}
+
+func cmdValidate(args []string) int {
+	fs := newFlags("validate", "-c FILE.hcl", `Check a config without running it. Exit 0 when it is valid; else print each
+problem as FILE:LINE:COL: message, with the offending line, and exit 1.`)
+	file := fs.String("c", "", "config `file` (HCL)")
+	fs.StringVar(file, "config", "", "config `file` (same as -c)")
+	if rc := parse(fs, args); rc >= 0 {
+		return rc
+	}
+	if *file == "" {
+		fmt.Fprintln(os.Stderr, "sluice validate: -c FILE is required")
+		return 2
+	}
+	cfg, files, diags := config.LoadFiles(*file)
+	if diags.HasErrors() {
+		fmt.Fprint(os.Stderr, config.FormatDiagnostics(diags, files))
+		return 1
+	}
+	if d := validateFilters(cfg); d.HasErrors() {
+		fmt.Fprint(os.Stderr, config.FormatDiagnostics(d, files))
+		return 1
+	}
+	if len(diags) > 0 { // warnings
+		fmt.Fprint(os.Stderr, config.FormatDiagnostics(diags, files))
+	}
+	fmt.Fprintf(os.Stderr, "%s: valid\n", *file)
+	return 0
+}
+
+func cmdFmt(args []string) int {
+	fs := newFlags("fmt", "[-w] FILE.hcl", "Print a config in canonical format, or rewrite it in place with -w.")
+	write := fs.Bool("w", false, "write the result to the file instead of standard output")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return 2
+	}
+	name := fs.Arg(0)
+	src, err := os.ReadFile(name)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sluice fmt:", err)
+		return 1
+	}
+	out, err := config.Format(src)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sluice fmt: %s: %v\n", name, err)
+		return 1
+	}
+	if !*write {
+		os.Stdout.Write(out)
+		return 0
+	}
+	if string(out) == string(src) {
+		return 0
+	}
+	st, err := os.Stat(name)
+	if err == nil {
+		err = os.WriteFile(name, out, st.Mode().Perm())
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sluice fmt:", err)
+		return 1
+	}
+	return 0
+}
+
+func cmdReload(args []string) int {
+	fs := newFlags("reload", "[--admin ADDR]", "Ask a running server to reload its config (POST /reload on its admin listener).")
+	admin := fs.String("admin", "127.0.0.1:2019", "admin listener `address`")
+	token := fs.String("token", os.Getenv("SLUICE_ADMIN_TOKEN"), "admin bearer `token` (default $SLUICE_ADMIN_TOKEN)")
+	if rc := parse(fs, args); rc >= 0 {
+		return rc
+	}
+	req, err := http.NewRequest(http.MethodPost, "http://"+*admin+"/reload", nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sluice reload:", err)
+		return 1
+	}
+	if *token != "" {
+		req.Header.Set("Authorization", "Bearer "+*token)
+	}
+	resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sluice reload:", err)
+		return 1
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintf(os.Stderr, "sluice reload: %s\n%s", resp.Status, body)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "%s", body)
+	return 0
+}

@@ -1,0 +1,873 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/url"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+)
+
+// config decodes the top-level body.
+func (d *decoder) config(b hcl.Body) *Config {
+	top := d.content(b, "top-level", hcl.Range{}, nil,
+		blockType("admin"), blockType("server"), labeled("listener", "address"),
+		blockType("telemetry"), labeled("filter", "name"), labeled("site", "name"))
+	c := &Config{Server: defaultServer(), Telemetry: defaultTelemetry()}
+
+	// Filter names first: routes may reference filters defined below them.
+	for _, blk := range top.blocks {
+		if blk.Type == "filter" && !contains(d.filterNames, blk.Labels[0]) {
+			d.filterNames = append(d.filterNames, blk.Labels[0])
+		}
+	}
+	if blk := top.single("admin"); blk != nil {
+		c.Admin = d.admin(blk)
+	}
+	if blk := top.single("server"); blk != nil {
+		c.Server = d.server(blk)
+	}
+	if blk := top.single("telemetry"); blk != nil {
+		c.Telemetry = d.telemetry(blk)
+	}
+	seenListener := map[string]*Listener{}
+	seenFilter := map[string]*Filter{}
+	for _, blk := range top.blocks {
+		switch blk.Type {
+		case "listener":
+			l := d.listener(blk)
+			if first := seenListener[l.Address]; first != nil {
+				d.errorf(l.Range, "Duplicate listener", "A listener block for %q is already defined at %s.", l.Address, pos(first.Range))
+				continue
+			}
+			seenListener[l.Address] = l
+			c.Listeners = append(c.Listeners, l)
+		case "filter":
+			f := d.filter(blk)
+			if first := seenFilter[f.Name]; first != nil {
+				d.errorf(f.Range, "Duplicate filter", "A filter named %q is already defined at %s.", f.Name, pos(first.Range))
+				continue
+			}
+			seenFilter[f.Name] = f
+			c.Filters = append(c.Filters, f)
+		case "site":
+			c.Sites = append(c.Sites, d.site(blk))
+		}
+	}
+	if len(c.Sites) == 0 {
+		d.diags = append(d.diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "No site",
+			Detail:   `The config defines no site block, so the server would serve nothing; add one, like site "*" { route "/" { static { root = "." } } }.`,
+			Subject:  b.MissingItemRange().Ptr(),
+		})
+	}
+	d.check(c)
+	return c
+}
+
+func defaultServer() Server {
+	return Server{ShutdownTimeout: 30 * time.Second}
+}
+
+func defaultTelemetry() Telemetry {
+	return Telemetry{ServiceName: "sluice", Metrics: Metrics{Prometheus: true}}
+}
+
+func (d *decoder) admin(blk *hcl.Block) *Admin {
+	b := d.content(blk.Body, "admin", blk.DefRange, []string{"listen", "token"})
+	a := &Admin{Listen: "127.0.0.1:2019", Range: blk.DefRange}
+	if b.str("listen", &a.Listen) {
+		if err := checkListenAddr(a.Listen); err != nil {
+			d.errorf(b.rng("listen"), "Invalid listen address", "%s.", err)
+		}
+	}
+	b.str("token", &a.Token)
+	return a
+}
+
+func (d *decoder) server(blk *hcl.Block) Server {
+	b := d.content(blk.Body, "server", blk.DefRange, []string{"shutdown_timeout", "cache_dir"})
+	s := defaultServer()
+	s.Range = blk.DefRange
+	b.duration("shutdown_timeout", &s.ShutdownTimeout, false)
+	b.path("cache_dir", &s.CacheDir)
+	return s
+}
+
+// defaultListener returns the settings of a listener without a block.
+func defaultListener(addr string) *Listener {
+	return &Listener{
+		Address:           addr,
+		ReadTimeout:       60 * time.Second,
+		ReadHeaderTimeout: 10 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		MaxRequestBody:    16 << 20,
+		MaxConns:          16384,
+		Implicit:          true,
+	}
+}
+
+func (d *decoder) listener(blk *hcl.Block) *Listener {
+	b := d.content(blk.Body, fmt.Sprintf("listener %q", blk.Labels[0]), blk.DefRange, []string{
+		"read_timeout", "read_header_timeout", "write_timeout", "idle_timeout",
+		"max_header_bytes", "max_request_body", "max_conns", "h2c"})
+	l := defaultListener(blk.Labels[0])
+	l.Implicit = false
+	l.Range = blk.LabelRanges[0]
+	if err := checkListenAddr(l.Address); err != nil {
+		d.errorf(l.Range, "Invalid listen address", "%s.", err)
+	}
+	b.duration("read_timeout", &l.ReadTimeout, false)
+	b.duration("read_header_timeout", &l.ReadHeaderTimeout, false)
+	b.duration("write_timeout", &l.WriteTimeout, false)
+	b.duration("idle_timeout", &l.IdleTimeout, false)
+	if b.size("max_header_bytes", &l.MaxHeaderBytes) && l.MaxHeaderBytes < 1024 {
+		d.errorf(b.rng("max_header_bytes"), "Invalid size", "max_header_bytes must be at least 1KiB.")
+	}
+	b.size("max_request_body", &l.MaxRequestBody)
+	b.integer("max_conns", &l.MaxConns, 0, math.MaxInt32)
+	b.boolean("h2c", &l.H2C)
+	return l
+}
+
+func (d *decoder) telemetry(blk *hcl.Block) Telemetry {
+	b := d.content(blk.Body, "telemetry", blk.DefRange, []string{"service_name"},
+		blockType("traces"), blockType("metrics"), blockType("access_log"))
+	t := defaultTelemetry()
+	if b.str("service_name", &t.ServiceName) && t.ServiceName == "" {
+		d.errorf(b.rng("service_name"), "Empty service_name", "service_name must not be empty.")
+	}
+	if tb := b.single("traces"); tb != nil {
+		x := d.content(tb.Body, "traces", tb.DefRange, []string{"endpoint", "protocol", "headers", "sample_ratio"})
+		tr := &Traces{Protocol: "http/protobuf", SampleRatio: 1, Headers: map[string]string{}, Range: tb.DefRange}
+		if x.require("endpoint") && x.str("endpoint", &tr.Endpoint) {
+			u, err := url.Parse(tr.Endpoint)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				d.errorf(x.rng("endpoint"), "Invalid endpoint", "%q is not an http:// or https:// URL of an OTLP collector, like \"http://127.0.0.1:4318\".", tr.Endpoint)
+			}
+		}
+		x.oneOf("protocol", &tr.Protocol, "http/protobuf", "grpc")
+		x.headers("headers", &tr.Headers)
+		x.float("sample_ratio", &tr.SampleRatio, 0, 1)
+		t.Traces = tr
+	}
+	if mb := b.single("metrics"); mb != nil {
+		x := d.content(mb.Body, "metrics", mb.DefRange, []string{"prometheus"})
+		x.boolean("prometheus", &t.Metrics.Prometheus)
+	}
+	if ab := b.single("access_log"); ab != nil {
+		x := d.content(ab.Body, "access_log", ab.DefRange, []string{"format", "output"})
+		al := &AccessLog{Format: "json", Output: "stderr", Range: ab.DefRange}
+		x.oneOf("format", &al.Format, "json", "clf")
+		if x.str("output", &al.Output) {
+			switch al.Output {
+			case "stderr", "stdout":
+			case "":
+				d.errorf(x.rng("output"), "Empty output", `output must be "stderr", "stdout" or a file path.`)
+			default:
+				written := al.Output
+				al.Output = d.resolve(written)
+				if fi, err := os.Stat(path.Dir(al.Output)); err != nil || !fi.IsDir() {
+					d.errorf(x.rng("output"), "Invalid output", "The directory of the access log %q does not exist.", written)
+				}
+			}
+		}
+		t.AccessLog = al
+	}
+	return t
+}
+
+// defaultFilter returns a filter's defaults.
+func defaultFilter(name string) *Filter {
+	return &Filter{Name: name, Config: []byte("{}"), Timeout: 100 * time.Millisecond, Memory: 16 << 20}
+}
+
+const wasmPage = 64 << 10
+
+func (d *decoder) filter(blk *hcl.Block) *Filter {
+	f := defaultFilter(blk.Labels[0])
+	f.Range = blk.LabelRanges[0]
+	b := d.content(blk.Body, fmt.Sprintf("filter %q", f.Name), blk.DefRange,
+		[]string{"module", "config", "timeout", "memory"}, blockType("pool"))
+	if f.Name == "" {
+		d.errorf(f.Range, "Empty filter name", "A filter needs a name.")
+	}
+	var written string
+	if b.require("module") && b.str("module", &written) {
+		f.ModuleRange = b.rng("module")
+		f.Module = d.resolve(written)
+		if written == "" {
+			d.errorf(f.ModuleRange, "Empty path", "module must name a .wasm file.")
+		} else if fi, err := os.Stat(f.Module); err != nil {
+			d.errorf(f.ModuleRange, "Cannot read module", "%q: %s (paths are relative to the config file's directory).", written, ioReason(err))
+		} else if !fi.Mode().IsRegular() {
+			d.errorf(f.ModuleRange, "Cannot read module", "%q is not a file.", written)
+		}
+	}
+	if v, ok := b.value("config"); ok {
+		j, err := ctyjson.SimpleJSONValue{Value: v}.MarshalJSON()
+		if err != nil {
+			d.errorf(b.rng("config"), "Invalid config", "The filter config cannot be encoded as JSON: %s.", err)
+		} else {
+			f.Config = j
+		}
+	}
+	b.duration("timeout", &f.Timeout, true)
+	if b.size("memory", &f.Memory) {
+		switch {
+		case f.Memory < wasmPage:
+			d.errorf(b.rng("memory"), "Invalid size", "memory must be at least one 64KiB Wasm page.")
+		case f.Memory > 4<<30:
+			d.errorf(b.rng("memory"), "Invalid size", "memory must be at most 4GiB, the limit of 32-bit Wasm.")
+		}
+		f.Memory = (f.Memory + wasmPage - 1) / wasmPage * wasmPage
+	}
+	if pb := b.single("pool"); pb != nil {
+		x := d.content(pb.Body, "pool", pb.DefRange, []string{"size"})
+		x.integer("size", &f.Pool.Size, 0, 1<<16)
+	}
+	return f
+}
+
+func (d *decoder) site(blk *hcl.Block) *Site {
+	s := &Site{Name: blk.Labels[0], Range: blk.LabelRanges[0], Aliases: []string{}, HTTPSRedirect: []string{}, ErrorPages: map[int]string{}}
+	m := &siteMeta{listen: map[string]hcl.Range{}, redirect: map[string]hcl.Range{}, defaultRange: s.Range}
+	d.meta[s] = m
+	m.names = append(m.names, nameRef{s.Name, s.Range})
+	b := d.content(blk.Body, fmt.Sprintf("site %q", s.Name), blk.DefRange,
+		[]string{"aliases", "listen", "default", "https_redirect", "hsts", "error_pages"},
+		blockType("tls"), labeled("route", "path"))
+	if err := checkSiteName(s.Name); err != nil {
+		d.errorf(s.Range, "Invalid site name", "%s.", err)
+	}
+	if ranges, ok := b.strList("aliases", &s.Aliases); ok {
+		for i, a := range s.Aliases {
+			if err := checkSiteName(a); err != nil {
+				d.errorf(ranges[i], "Invalid alias", "%s.", err)
+			}
+			m.names = append(m.names, nameRef{a, ranges[i]})
+		}
+	}
+	if tb := b.single("tls"); tb != nil {
+		s.TLS = d.tls(tb, s)
+	}
+	if s.TLS != nil {
+		s.Listen = []string{":8443"}
+	} else {
+		s.Listen = []string{":8080"}
+	}
+	if ranges, ok := d.addrList(b, "listen", &s.Listen); ok {
+		for i, a := range s.Listen {
+			m.listen[a] = ranges[i]
+		}
+	} else {
+		m.listen[s.Listen[0]] = s.Range
+	}
+	if b.boolean("default", &s.Default) {
+		m.defaultRange = b.attrs["default"].Range
+	}
+	ranges, ok := d.addrList(b, "https_redirect", &s.HTTPSRedirect)
+	for i, a := range s.HTTPSRedirect {
+		m.redirect[a] = ranges[i]
+	}
+	if ok && len(s.HTTPSRedirect) > 0 && s.TLS == nil {
+		d.errorf(b.rng("https_redirect"), "https_redirect without tls",
+			"Site %q redirects to https but has no tls block to serve it.", s.Name)
+	}
+	if b.str("hsts", &s.HSTS) {
+		if err := checkHeaderValue(s.HSTS); err != nil {
+			d.errorf(b.rng("hsts"), "Invalid hsts", "%s.", err)
+		}
+	}
+	if ranges, ok := b.statusMap("error_pages", &s.ErrorPages); ok {
+		for code, p := range s.ErrorPages {
+			full := d.resolve(p)
+			if fi, err := os.Stat(full); err != nil || !fi.Mode().IsRegular() {
+				reason := "not a file"
+				if err != nil {
+					reason = ioReason(err)
+				}
+				d.errorf(ranges[code], "Missing error page", "The error page for %d, %q: %s.", code, p, reason)
+			}
+			s.ErrorPages[code] = full
+		}
+	}
+	seen := map[string]*Route{}
+	for _, rb := range b.blocks {
+		if rb.Type != "route" {
+			continue
+		}
+		r := d.route(rb)
+		if first := seen[r.Path]; first != nil {
+			d.errorf(r.Range, "Duplicate route", "Site %q already has a route %q at %s; this one could never match.", s.Name, r.Path, pos(first.Range))
+			continue
+		}
+		seen[r.Path] = r
+		s.Routes = append(s.Routes, r)
+	}
+	if len(seen) == 0 {
+		d.errorf(s.Range, "Site without routes", `Site %q has no route block, so it would answer every request with 404; add one, like route "/" { static { root = "public" } }.`, s.Name)
+	}
+	return s
+}
+
+// addrList reads a list of listen addresses, checking each and rejecting
+// repeats.
+func (d *decoder) addrList(b *body, name string, dst *[]string) ([]hcl.Range, bool) {
+	var l []string
+	ranges, ok := b.strList(name, &l)
+	if !ok {
+		return nil, false
+	}
+	good := true
+	seen := map[string]bool{}
+	for i, a := range l {
+		if err := checkListenAddr(a); err != nil {
+			d.errorf(ranges[i], "Invalid listen address", "%s.", err)
+			good = false
+		} else if seen[a] {
+			d.errorf(ranges[i], "Duplicate address", "%q is listed twice in %s.", a, name)
+			good = false
+		}
+		seen[a] = true
+	}
+	if name == "listen" && len(l) == 0 {
+		d.errorf(b.rng(name), "Empty listen", "listen needs at least one address; leave it out for the default.")
+		good = false
+	}
+	if !good {
+		return nil, false
+	}
+	*dst = l
+	return ranges, true
+}
+
+func (d *decoder) tls(blk *hcl.Block, s *Site) *TLS {
+	t := &TLS{MinVersion: "1.2", Range: blk.DefRange}
+	b := d.content(blk.Body, "tls", blk.DefRange,
+		[]string{"cert", "key", "client_auth", "client_ca", "min_version"}, blockType("acme"))
+	d.file(b, "cert", &t.Cert)
+	d.file(b, "key", &t.Key)
+	switch {
+	case b.has("cert") && !b.has("key"):
+		d.errorf(b.attrs["cert"].Range, "Certificate without key", "tls has cert but no key; add key = \"key.pem\" next to it.")
+	case b.has("key") && !b.has("cert"):
+		d.errorf(b.attrs["key"].Range, "Key without certificate", "tls has key but no cert; add cert = \"cert.pem\" next to it.")
+	}
+	if ab := b.single("acme"); ab != nil {
+		x := d.content(ab.Body, "acme", ab.DefRange, []string{"email", "directory", "challenges", "storage"})
+		a := &ACME{Directory: DefaultACMEDirectory, Challenges: []string{"tls-alpn-01", "http-01"}}
+		if x.str("email", &a.Email) && a.Email != "" && !strings.Contains(a.Email, "@") {
+			d.errorf(x.rng("email"), "Invalid email", "%q is not an email address.", a.Email)
+		}
+		if x.str("directory", &a.Directory) {
+			if u, err := url.Parse(a.Directory); err != nil || u.Scheme != "https" || u.Host == "" {
+				d.errorf(x.rng("directory"), "Invalid directory", "%q is not an https:// URL of an ACME directory.", a.Directory)
+			}
+		}
+		if x.subset("challenges", &a.Challenges, "tls-alpn-01", "http-01") && len(a.Challenges) == 0 {
+			d.errorf(x.rng("challenges"), "No challenges", "challenges needs at least one of \"tls-alpn-01\", \"http-01\".")
+		}
+		x.path("storage", &a.Storage)
+		if b.has("cert") || b.has("key") {
+			d.errorf(ab.DefRange, "Both acme and cert", "tls takes either cert and key, or an acme block, not both.")
+		}
+		for _, n := range append([]string{s.Name}, s.Aliases...) {
+			if n == "*" || n == "_" || strings.HasPrefix(n, "*.") {
+				d.errorf(ab.DefRange, "ACME for a wildcard name", "ACME cannot obtain a certificate for %q (wildcards need the dns-01 challenge, which sluice does not offer); use cert and key.", n)
+				break
+			}
+		}
+		t.ACME = a
+	} else if !b.has("cert") && !b.has("key") {
+		d.errorf(blk.DefRange, "tls without certificate", "tls needs cert and key, or an acme block, like tls { acme { email = \"ops@example.com\" } }.")
+	}
+	b.oneOf("client_auth", &t.ClientAuth, "", "require", "verify_if_given")
+	d.file(b, "client_ca", &t.ClientCA)
+	if t.ClientAuth != "" && !b.has("client_ca") {
+		d.errorf(b.rng("client_auth"), "client_auth without client_ca", "client_auth = %q needs client_ca, the PEM bundle client certificates are verified against.", t.ClientAuth)
+	}
+	b.oneOf("min_version", &t.MinVersion, "1.2", "1.3")
+	return t
+}
+
+// file reads a path attribute that must name a readable file.
+func (d *decoder) file(b *body, name string, dst *string) bool {
+	var written string
+	if !b.str(name, &written) {
+		return false
+	}
+	full := d.resolve(written)
+	if written == "" {
+		d.errorf(b.rng(name), "Empty path", "%s must name a file.", name)
+		return false
+	}
+	fi, err := os.Stat(full)
+	if err == nil && !fi.Mode().IsRegular() {
+		d.errorf(b.rng(name), "Not a file", "%s %q is not a file.", name, written)
+		return false
+	}
+	if err == nil {
+		var f *os.File
+		f, err = os.Open(full)
+		if err == nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		d.errorf(b.rng(name), "Cannot read file", "%s %q: %s (paths are relative to the config file's directory).", name, written, ioReason(err))
+		return false
+	}
+	*dst = full
+	return true
+}
+
+func (d *decoder) route(blk *hcl.Block) *Route {
+	r := &Route{Path: blk.Labels[0], Range: blk.LabelRanges[0], Filters: []string{}, Allow: []string{}, Deny: []string{}}
+	b := d.content(blk.Body, fmt.Sprintf("route %q", r.Path), blk.DefRange,
+		[]string{"filters", "allow", "deny"},
+		blockType("static"), blockType("proxy"), blockType("respond"), blockType("rate_limit"))
+	if err := checkRoutePath(r.Path); err != nil {
+		d.errorf(r.Range, "Invalid route path", "%s.", err)
+	}
+	if ranges, ok := b.strList("filters", &r.Filters); ok {
+		seen := map[string]bool{}
+		for i, name := range r.Filters {
+			switch {
+			case !contains(d.filterNames, name):
+				d.errorf(ranges[i], "Unknown filter", "No filter block is named %q.%s", name, didYouMean(name, d.filterNames))
+			case seen[name]:
+				d.errorf(ranges[i], "Duplicate filter", "Filter %q is listed twice in this route.", name)
+			}
+			seen[name] = true
+		}
+	}
+	for _, name := range []string{"allow", "deny"} {
+		dst := &r.Allow
+		if name == "deny" {
+			dst = &r.Deny
+		}
+		if ranges, ok := b.strList(name, dst); ok {
+			for i, c := range *dst {
+				if err := checkCIDR(c); err != nil {
+					d.errorf(ranges[i], "Invalid address", "%s.", err)
+				}
+			}
+		}
+	}
+	var handler *hcl.Block
+	for _, hb := range b.blocks {
+		if hb.Type == "rate_limit" {
+			continue
+		}
+		if handler != nil {
+			d.errorf(hb.DefRange, "Two handlers in one route",
+				"Route %q already has a %s handler at %s; a route has exactly one of static, proxy and respond.", r.Path, handler.Type, pos(handler.DefRange))
+			continue
+		}
+		handler = hb
+		switch hb.Type {
+		case "static":
+			r.Static = d.static(hb)
+		case "proxy":
+			r.Proxy = d.proxy(hb)
+		case "respond":
+			r.Respond = d.respond(hb)
+		}
+	}
+	if handler == nil {
+		d.errorf(r.Range, "Route without handler", "Route %q has no handler; add one of static, proxy or respond.", r.Path)
+	}
+	if rb := b.single("rate_limit"); rb != nil {
+		r.RateLimit = d.rateLimit(rb)
+	}
+	return r
+}
+
+// checkRoutePath reports a route path that could never match.
+func checkRoutePath(p string) error {
+	switch {
+	case !strings.HasPrefix(p, "/"):
+		return fmt.Errorf("route path %q must start with \"/\", like \"/%s\"", p, strings.TrimLeft(p, "./"))
+	case strings.ContainsAny(p, "?#"):
+		return fmt.Errorf("route path %q must not have a query or fragment; routes match the path only", p)
+	case strings.Contains(p, "//"):
+		return fmt.Errorf("route path %q has an empty segment (\"//\"); request paths are cleaned, so it could never match", p)
+	case strings.ContainsAny(p, " \t\r\n\x00"):
+		return fmt.Errorf("route path %q contains white space or control characters; write them percent-encoded", p)
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == ".." || seg == "." {
+			return fmt.Errorf("route path %q has a %q segment; request paths are cleaned, so it could never match", p, seg)
+		}
+	}
+	return nil
+}
+
+// defaultStatic returns the defaults of a static block.
+func defaultStatic(root string) *Static {
+	return &Static{
+		Root:            root,
+		Index:           []string{"index.html"},
+		Precompressed:   []string{},
+		Compress:        []string{"zstd", "br", "gzip"},
+		CompressMinSize: 1 << 10,
+		CompressTypes:   append([]string(nil), DefaultCompressTypes...),
+		MIMETypes:       map[string]string{},
+		CacheControl: CacheControl{
+			HTML:   "no-cache",
+			Hashed: "public, max-age=31536000, immutable",
+		},
+		ErrorPages:      map[int]string{},
+		Headers:         map[string]string{},
+		MemCacheMaxFile: 256 << 10,
+	}
+}
+
+func (d *decoder) static(blk *hcl.Block) *Static {
+	s := defaultStatic("")
+	b := d.content(blk.Body, "static", blk.DefRange, []string{
+		"root", "index", "browse", "precompressed", "compress", "compress_min_size", "compress_types",
+		"fallback", "dotfiles", "mime_types", "error_pages", "headers", "mem_cache_max_file"},
+		blockType("cache_control"))
+	var written string
+	rootOK := false
+	if b.require("root") && b.str("root", &written) {
+		s.Root = d.resolve(written)
+		fi, err := os.Stat(s.Root)
+		switch {
+		case written == "":
+			d.errorf(b.rng("root"), "Empty path", "root must name a directory.")
+		case err != nil:
+			d.errorf(b.rng("root"), "Missing static root", "root %q: %s (paths are relative to the config file's directory).", written, ioReason(err))
+		case !fi.IsDir():
+			d.errorf(b.rng("root"), "Static root is not a directory", "root %q is a file; name the directory to serve.", written)
+		default:
+			if f, err := os.Open(s.Root); err != nil {
+				d.errorf(b.rng("root"), "Unreadable static root", "root %q: %s.", written, ioReason(err))
+			} else {
+				if _, err := f.ReadDir(1); err != nil && !errors.Is(err, io.EOF) {
+					d.errorf(b.rng("root"), "Unreadable static root", "root %q: %s.", written, ioReason(err))
+				} else {
+					rootOK = true
+				}
+				f.Close()
+			}
+		}
+	}
+	if ranges, ok := b.strList("index", &s.Index); ok {
+		for i, n := range s.Index {
+			if n == "" || strings.ContainsAny(n, "/\\") {
+				d.errorf(ranges[i], "Invalid index", "Index %q must be a file name, without \"/\".", n)
+			}
+		}
+	}
+	b.boolean("browse", &s.Browse)
+	b.subset("precompressed", &s.Precompressed, "br", "zstd", "gzip")
+	b.subset("compress", &s.Compress, "zstd", "br", "gzip")
+	b.size("compress_min_size", &s.CompressMinSize)
+	if ranges, ok := b.strList("compress_types", &s.CompressTypes); ok {
+		for i, t := range s.CompressTypes {
+			if !validMediaRange(t) {
+				d.errorf(ranges[i], "Invalid media type", "%q is not a media type like \"text/html\" or \"text/*\".", t)
+			}
+		}
+	}
+	checkUnder := func(rng hcl.Range, what, p string) {
+		if !strings.HasPrefix(p, "/") || strings.Contains(p, "..") {
+			d.errorf(rng, "Invalid "+what, "%s %q must be a path under root starting with \"/\", like \"/index.html\".", what, p)
+			return
+		}
+		if !rootOK {
+			return
+		}
+		full := s.Root + p
+		if fi, err := os.Stat(full); err != nil || !fi.Mode().IsRegular() {
+			d.errorf(rng, "Missing "+what, "%s %q is not a file under root %q.", what, p, written)
+		}
+	}
+	if b.str("fallback", &s.Fallback) {
+		checkUnder(b.rng("fallback"), "fallback", s.Fallback)
+	}
+	b.boolean("dotfiles", &s.Dotfiles)
+	if ranges, ok := b.strMap("mime_types", &s.MIMETypes); ok {
+		for _, ext := range sortedKeys(s.MIMETypes) {
+			if !strings.HasPrefix(ext, ".") || len(ext) < 2 || strings.Contains(ext, "/") {
+				d.errorf(ranges[ext], "Invalid extension", "mime_types keys are extensions starting with \".\", like \".wasm\", not %q.", ext)
+			} else if !validMediaType(s.MIMETypes[ext]) {
+				d.errorf(ranges[ext], "Invalid media type", "%q is not a media type like \"text/html; charset=utf-8\".", s.MIMETypes[ext])
+			}
+		}
+	}
+	if cb := b.single("cache_control"); cb != nil {
+		x := d.content(cb.Body, "cache_control", cb.DefRange, []string{"html", "hashed", "default"})
+		for name, dst := range map[string]*string{"html": &s.CacheControl.HTML, "hashed": &s.CacheControl.Hashed, "default": &s.CacheControl.Default} {
+			if x.str(name, dst) {
+				if err := checkHeaderValue(*dst); err != nil {
+					d.errorf(x.rng(name), "Invalid header value", "%s.", err)
+				}
+			}
+		}
+	}
+	if ranges, ok := b.statusMap("error_pages", &s.ErrorPages); ok {
+		for _, code := range sortedKeys(s.ErrorPages) {
+			checkUnder(ranges[code], "error page", s.ErrorPages[code])
+		}
+	}
+	b.headers("headers", &s.Headers)
+	b.size("mem_cache_max_file", &s.MemCacheMaxFile)
+	return s
+}
+
+// defaultProxy returns the defaults of a proxy block.
+func defaultProxy() *Proxy {
+	return &Proxy{
+		Balance:               "round_robin",
+		Cookie:                "sluice_upstream",
+		Timeout:               60 * time.Second,
+		DialTimeout:           5 * time.Second,
+		TLSHandshakeTimeout:   5 * time.Second,
+		ResponseHeaderTimeout: 30 * time.Second,
+		IdleTimeout:           90 * time.Second,
+		MaxIdleConns:          512,
+		Tries:                 3,
+		TryDuration:           5 * time.Second,
+		Passive:               &Passive{MaxFails: 3, FailTimeout: 30 * time.Second},
+		HostHeader:            "upstream",
+		TrustedProxies:        []string{},
+	}
+}
+
+var balancers = []string{"round_robin", "least_conn", "random_two", "ip_hash", "header_hash", "cookie"}
+
+func (d *decoder) proxy(blk *hcl.Block) *Proxy {
+	p := defaultProxy()
+	b := d.content(blk.Body, "proxy", blk.DefRange, []string{
+		"upstreams", "balance", "hash_header", "cookie", "timeout", "dial_timeout", "tls_handshake_timeout",
+		"response_header_timeout", "idle_timeout", "max_idle_conns", "max_conns", "tries", "try_duration",
+		"buffering", "max_body", "strip_prefix", "host_header", "trusted_proxies"},
+		labeled("upstream", "url"), blockType("health"), blockType("passive_health"), blockType("tls"),
+		blockType("header_up"), blockType("header_down"))
+	seen := map[string]hcl.Range{}
+	add := func(u Upstream) {
+		if err := checkUpstream(u.URL); err != nil {
+			d.errorf(u.Range, "Invalid upstream", "%s.", err)
+			return
+		}
+		if first, ok := seen[u.URL]; ok {
+			d.errorf(u.Range, "Duplicate upstream", "Upstream %q is already listed at %s; use weight to send it more traffic.", u.URL, pos(first))
+			return
+		}
+		seen[u.URL] = u.Range
+		p.Upstreams = append(p.Upstreams, u)
+	}
+	var urls []string
+	if ranges, ok := b.strList("upstreams", &urls); ok {
+		for i, u := range urls {
+			add(Upstream{URL: u, Weight: 1, Range: ranges[i]})
+		}
+	}
+	for _, ub := range b.blocks {
+		if ub.Type != "upstream" {
+			continue
+		}
+		x := d.content(ub.Body, fmt.Sprintf("upstream %q", ub.Labels[0]), ub.DefRange, []string{"weight"})
+		u := Upstream{URL: ub.Labels[0], Weight: 1, Range: ub.LabelRanges[0]}
+		x.integer("weight", &u.Weight, 1, 1000000)
+		add(u)
+	}
+	hasBlock := false
+	for _, ub := range b.blocks {
+		hasBlock = hasBlock || ub.Type == "upstream"
+	}
+	switch {
+	case !b.has("upstreams") && !hasBlock:
+		d.errorf(blk.DefRange, "Proxy without upstreams", "proxy needs upstreams = [\"http://127.0.0.1:9000\"] or an upstream \"URL\" {} block.")
+	case b.has("upstreams") && urls != nil && len(urls) == 0 && !hasBlock:
+		d.errorf(b.rng("upstreams"), "Proxy without upstreams", "upstreams is empty; list at least one URL.")
+	}
+	b.oneOf("balance", &p.Balance, balancers...)
+	b.str("hash_header", &p.HashHeader)
+	if p.HashHeader != "" {
+		if err := checkHeaderName(p.HashHeader); err != nil {
+			d.errorf(b.rng("hash_header"), "Invalid header name", "%s.", err)
+		}
+	}
+	if p.Balance == "header_hash" && p.HashHeader == "" {
+		d.errorf(b.rng("balance"), "Missing hash_header", "balance = \"header_hash\" needs hash_header, the request header to hash.")
+	}
+	if b.str("cookie", &p.Cookie) && (p.Cookie == "" || strings.ContainsAny(p.Cookie, " ;,=\t\r\n\"")) {
+		d.errorf(b.rng("cookie"), "Invalid cookie name", "%q is not a cookie name.", p.Cookie)
+	}
+	b.duration("timeout", &p.Timeout, false)
+	b.duration("dial_timeout", &p.DialTimeout, false)
+	b.duration("tls_handshake_timeout", &p.TLSHandshakeTimeout, false)
+	b.duration("response_header_timeout", &p.ResponseHeaderTimeout, false)
+	b.duration("idle_timeout", &p.IdleTimeout, false)
+	b.integer("max_idle_conns", &p.MaxIdleConns, 0, math.MaxInt32)
+	b.integer("max_conns", &p.MaxConns, 0, math.MaxInt32)
+	b.integer("tries", &p.Tries, 1, 100)
+	b.duration("try_duration", &p.TryDuration, false)
+	b.boolean("buffering", &p.Buffering)
+	b.size("max_body", &p.MaxBody)
+	if b.str("strip_prefix", &p.StripPrefix) && p.StripPrefix != "" && !strings.HasPrefix(p.StripPrefix, "/") {
+		d.errorf(b.rng("strip_prefix"), "Invalid strip_prefix", "strip_prefix %q must start with \"/\".", p.StripPrefix)
+	}
+	if b.str("host_header", &p.HostHeader) && p.HostHeader != "upstream" && p.HostHeader != "keep" {
+		if err := checkSiteName(p.HostHeader); err != nil && checkListenAddr(p.HostHeader) != nil {
+			d.errorf(b.rng("host_header"), "Invalid host_header", "host_header must be \"upstream\", \"keep\" or a host name, not %q.", p.HostHeader)
+		}
+	}
+	if ranges, ok := b.strList("trusted_proxies", &p.TrustedProxies); ok {
+		for i, c := range p.TrustedProxies {
+			if err := checkCIDR(c); err != nil {
+				d.errorf(ranges[i], "Invalid address", "%s.", err)
+			}
+		}
+	}
+	if hb := b.single("health"); hb != nil {
+		x := d.content(hb.Body, "health", hb.DefRange, []string{"path", "interval", "timeout", "expect_status", "rise", "fall"})
+		h := &Health{Interval: 5 * time.Second, Timeout: 2 * time.Second, ExpectStatus: 200, Rise: 2, Fall: 3}
+		if x.require("path") && x.str("path", &h.Path) && !strings.HasPrefix(h.Path, "/") {
+			d.errorf(x.rng("path"), "Invalid health path", "path %q must start with \"/\".", h.Path)
+		}
+		x.duration("interval", &h.Interval, true)
+		x.duration("timeout", &h.Timeout, true)
+		x.integer("expect_status", &h.ExpectStatus, 100, 599)
+		x.integer("rise", &h.Rise, 1, 1000)
+		x.integer("fall", &h.Fall, 1, 1000)
+		p.Health = h
+	}
+	if pb := b.single("passive_health"); pb != nil {
+		x := d.content(pb.Body, "passive_health", pb.DefRange, []string{"max_fails", "fail_timeout"})
+		x.integer("max_fails", &p.Passive.MaxFails, 0, 1000000)
+		x.duration("fail_timeout", &p.Passive.FailTimeout, true)
+	}
+	if tb := b.single("tls"); tb != nil {
+		x := d.content(tb.Body, "tls", tb.DefRange, []string{"ca", "server_name", "cert", "key", "insecure_skip_verify"})
+		t := &UpstreamTLS{}
+		d.file(x, "ca", &t.CA)
+		x.str("server_name", &t.ServerName)
+		d.file(x, "cert", &t.Cert)
+		d.file(x, "key", &t.Key)
+		if x.has("cert") != x.has("key") {
+			if x.has("cert") {
+				d.errorf(x.attrs["cert"].Range, "Certificate without key", "A client cert needs its key; add key = \"key.pem\".")
+			} else {
+				d.errorf(x.attrs["key"].Range, "Key without certificate", "A client key needs its cert; add cert = \"cert.pem\".")
+			}
+		}
+		x.boolean("insecure_skip_verify", &t.InsecureSkipVerify)
+		p.TLS = t
+	}
+	for _, name := range []string{"header_up", "header_down"} {
+		hb := b.single(name)
+		if hb == nil {
+			continue
+		}
+		x := d.content(hb.Body, name, hb.DefRange, []string{"set", "add", "remove"})
+		ops := &HeaderOps{Set: map[string]string{}, Add: map[string]string{}, Remove: []string{}}
+		x.headers("set", &ops.Set)
+		x.headers("add", &ops.Add)
+		if ranges, ok := x.strList("remove", &ops.Remove); ok {
+			for i, h := range ops.Remove {
+				if err := checkHeaderName(h); err != nil {
+					d.errorf(ranges[i], "Invalid header name", "%s.", err)
+				}
+			}
+		}
+		if name == "header_up" {
+			p.HeaderUp = ops
+		} else {
+			p.HeaderDown = ops
+		}
+	}
+	return p
+}
+
+// checkUpstream reports what is wrong with an upstream URL.
+func checkUpstream(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL; write one like \"http://127.0.0.1:9000\"", s)
+	}
+	switch u.Scheme {
+	case "http", "https", "h2c":
+	case "":
+		return fmt.Errorf("upstream %q has no scheme; write \"http://%s\"", s, s)
+	default:
+		return fmt.Errorf("upstream %q has scheme %q; use \"http\", \"https\" or \"h2c\"", s, u.Scheme)
+	}
+	switch {
+	case u.Host == "":
+		return fmt.Errorf("upstream %q has no host", s)
+	case u.User != nil:
+		return fmt.Errorf("upstream %q must not carry user info; set an Authorization header with header_up", s)
+	case u.Path != "" && u.Path != "/", u.RawQuery != "", u.Fragment != "":
+		return fmt.Errorf("upstream %q must not have a path or query; use strip_prefix or a filter to rewrite paths", s)
+	}
+	if p := u.Port(); p != "" {
+		if err := checkListenAddr(u.Host); err != nil {
+			return fmt.Errorf("upstream %q: %w", s, err)
+		}
+	}
+	return nil
+}
+
+func (d *decoder) respond(blk *hcl.Block) *Respond {
+	r := &Respond{Status: 200, Headers: map[string]string{}}
+	b := d.content(blk.Body, "respond", blk.DefRange, []string{"status", "body", "headers"})
+	b.integer("status", &r.Status, 200, 599)
+	b.str("body", &r.Body)
+	b.headers("headers", &r.Headers)
+	return r
+}
+
+func (d *decoder) rateLimit(blk *hcl.Block) *RateLimit {
+	r := &RateLimit{Key: "client_ip", MaxKeys: 100000}
+	b := d.content(blk.Body, "rate_limit", blk.DefRange, []string{"rate", "burst", "key", "max_keys"})
+	if b.require("rate") {
+		if v, ok := b.value("rate"); ok {
+			switch v.Type() {
+			case cty.Number:
+				n := v.AsBigFloat().Text('g', -1)
+				d.errorf(b.rng("rate"), "Invalid rate", "rate = %s has no unit; write a string like \"%s/s\", \"%s/m\" or \"%s/h\".", n, n, n, n)
+			case cty.String:
+				if f, err := ParseRate(v.AsString()); err != nil {
+					d.errorf(b.rng("rate"), "Invalid rate", "%s.", err)
+				} else {
+					r.Rate = f
+				}
+			default:
+				b.typeError("rate", `a rate string, like "100/s"`, v)
+			}
+		}
+	}
+	r.Burst = max(1, int(math.Ceil(r.Rate)))
+	b.integer("burst", &r.Burst, 1, math.MaxInt32)
+	if b.str("key", &r.Key) {
+		name, isHeader := strings.CutPrefix(r.Key, "header:")
+		switch {
+		case r.Key == "client_ip" || r.Key == "consumer":
+		case isHeader:
+			if err := checkHeaderName(name); err != nil {
+				d.errorf(b.rng("key"), "Invalid key", "%s.", err)
+			}
+		default:
+			d.errorf(b.rng("key"), "Invalid key", "key must be \"client_ip\", \"consumer\" or \"header:NAME\", not %q.%s", r.Key, didYouMean(r.Key, []string{"client_ip", "consumer"}))
+		}
+	}
+	b.integer("max_keys", &r.MaxKeys, 1, math.MaxInt32)
+	return r
+}

@@ -1,0 +1,123 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
+)
+
+// Load reads, parses, decodes, defaults and validates the config file at
+// path. On any problem it returns nil and every problem found, as
+// diagnostics whose ranges name path as given.
+func Load(path string) (*Config, hcl.Diagnostics) {
+	c, _, diags := LoadFiles(path)
+	return c, diags
+}
+
+// LoadFiles is Load that also returns the source of the files read, keyed
+// by the file names used in the diagnostics, for FormatDiagnostics. The
+// map is returned even when the config is not.
+func LoadFiles(path string) (*Config, map[string][]byte, hcl.Diagnostics) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, map[string][]byte{}, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Cannot read config file",
+			Detail:   fmt.Sprintf("%s: %s.", path, ioReason(err)),
+		}}
+	}
+	files := map[string][]byte{path: src}
+	c, diags := Parse(path, src)
+	return c, files, diags
+}
+
+// Parse is Load for a file already read: filename names the file in
+// diagnostics and relative paths in the config are resolved against its
+// directory.
+func Parse(filename string, src []byte) (*Config, hcl.Diagnostics) {
+	abs, err := filepath.Abs(filename)
+	if err != nil {
+		abs = filename
+	}
+	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos{Line: 1, Column: 1, Byte: 0})
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	d := &decoder{dir: filepath.Dir(abs), diags: diags}
+	d.ctx = &hcl.EvalContext{Functions: map[string]function.Function{
+		"env":  envFunc,
+		"file": fileFunc(d.dir),
+	}}
+	c := d.config(file.Body)
+	c.File = abs
+	if d.diags.HasErrors() {
+		return nil, d.diags
+	}
+	return c, d.diags
+}
+
+// envFunc is env(NAME) and env(NAME, DEFAULT): the value of an environment
+// variable; unset without a default is an error.
+var envFunc = function.New(&function.Spec{
+	Description: "Returns the value of an environment variable, or the default when it is unset.",
+	Params:      []function.Parameter{{Name: "name", Type: cty.String}},
+	VarParam:    &function.Parameter{Name: "default", Type: cty.String},
+	Type:        function.StaticReturnType(cty.String),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		if len(args) > 2 {
+			return cty.NilVal, function.NewArgErrorf(2, "env takes a name and at most one default")
+		}
+		name := args[0].AsString()
+		if v, ok := os.LookupEnv(name); ok {
+			return cty.StringVal(v), nil
+		}
+		if len(args) == 2 {
+			return args[1], nil
+		}
+		return cty.NilVal, function.NewArgErrorf(0, "environment variable %q is not set (give env a second argument for a default)", name)
+	},
+})
+
+// fileFunc is file(PATH): the contents of a file, PATH relative to dir.
+func fileFunc(dir string) function.Function {
+	return function.New(&function.Spec{
+		Description: "Returns the contents of a file, its path relative to the config file's directory.",
+		Params:      []function.Parameter{{Name: "path", Type: cty.String}},
+		Type:        function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			p := args[0].AsString()
+			full := p
+			if !filepath.IsAbs(p) {
+				full = filepath.Join(dir, p)
+			}
+			b, err := os.ReadFile(full)
+			if err != nil {
+				return cty.NilVal, function.NewArgErrorf(0, "cannot read %q: %s", p, ioReason(err))
+			}
+			return cty.StringVal(string(b)), nil
+		},
+	})
+}
+
+// ioReason describes err without the path it names, so that messages stay
+// the same on every machine.
+func ioReason(err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "no such file or directory"
+	case errors.Is(err, fs.ErrPermission):
+		return "permission denied"
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}

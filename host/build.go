@@ -1,0 +1,260 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/route"
+	"github.com/sluicehq/sluice/host/static"
+)
+
+// Deps are the long-lived parts a generation is built with: they outlive
+// generations (the Wasm engine, telemetry).
+type Deps struct {
+	Log *slog.Logger
+	// Filters builds the filter chain of a route; nil when the config has
+	// no filters. It is given the route's filter names in order.
+	Filters func(names []string, next exchange.Handler) (exchange.Handler, error)
+	// Proxy builds a proxy handler; nil means proxy routes are refused.
+	Proxy func(p *config.Proxy, routePath string) (exchange.Handler, func() error, error)
+	// Wrap, when set, wraps every route handler (metrics, access log).
+	Wrap func(site, route string, h exchange.Handler) exchange.Handler
+}
+
+// Build turns a checked config into a generation: one route table per
+// listener, every handler constructed. Nothing here runs on the request
+// path. On error, everything built so far is closed.
+func Build(cfg *config.Config, d Deps) (g *Generation, err error) {
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	g = &Generation{Tables: map[string]*route.Table{}, Grace: cfg.Server.ShutdownTimeout, Info: cfg}
+	if g.Grace <= 0 {
+		g.Grace = 30e9
+	}
+	defer func() {
+		if err != nil {
+			g.close(d.Log)
+			g = nil
+		}
+	}()
+	sitesByAddr := map[string][]*route.Site{}
+	for _, s := range cfg.Sites {
+		rs, err := buildSite(cfg, s, d, g)
+		if err != nil {
+			return nil, err
+		}
+		for _, addr := range s.Listen {
+			sitesByAddr[addr] = append(sitesByAddr[addr], rs)
+		}
+		if len(s.HTTPSRedirect) > 0 {
+			red := &route.Site{Name: s.Name, Hosts: rs.Hosts,
+				Routes: []*route.Route{{Prefix: "/", Handler: httpsRedirect(s)}}}
+			for _, addr := range s.HTTPSRedirect {
+				sitesByAddr[addr] = append(sitesByAddr[addr], red)
+			}
+		}
+	}
+	for _, l := range cfg.Listeners {
+		sites := sitesByAddr[l.Address]
+		for _, rs := range sites {
+			rs.Default = rs.Name == l.DefaultSite
+		}
+		t, err := route.NewTable(sites)
+		if err != nil {
+			return nil, fmt.Errorf("listener %q: %w", l.Address, err)
+		}
+		g.Tables[l.Address] = t
+		g.Listeners = append(g.Listeners, ListenerOptions{
+			Address:           l.Address,
+			ReadTimeout:       l.ReadTimeout,
+			ReadHeaderTimeout: l.ReadHeaderTimeout,
+			WriteTimeout:      l.WriteTimeout,
+			IdleTimeout:       l.IdleTimeout,
+			MaxHeaderBytes:    l.MaxHeaderBytes,
+			MaxRequestBody:    l.MaxRequestBody,
+			MaxConns:          l.MaxConns,
+		})
+	}
+	return g, nil
+}
+
+func buildSite(cfg *config.Config, s *config.Site, d Deps, g *Generation) (*route.Site, error) {
+	rs := &route.Site{Name: s.Name, Hosts: append([]string{s.Name}, s.Aliases...), Default: s.Default}
+	pages, err := loadErrorPages(s.ErrorPages)
+	if err != nil {
+		return nil, fmt.Errorf("site %q: %w", s.Name, err)
+	}
+	for _, r := range s.Routes {
+		h, err := buildRoute(r, d, g)
+		if err != nil {
+			return nil, fmt.Errorf("site %q: route %q: %w", s.Name, r.Path, err)
+		}
+		if len(r.Filters) > 0 {
+			if d.Filters == nil {
+				return nil, fmt.Errorf("site %q: route %q: filters are not available", s.Name, r.Path)
+			}
+			if h, err = d.Filters(r.Filters, h); err != nil {
+				return nil, fmt.Errorf("site %q: route %q: %w", s.Name, r.Path, err)
+			}
+		}
+		if len(pages) > 0 {
+			h = errorPages{next: h, pages: pages}
+		}
+		if d.Wrap != nil {
+			h = d.Wrap(s.Name, r.Path, h)
+		}
+		rs.Routes = append(rs.Routes, &route.Route{Prefix: r.Path, Handler: h})
+	}
+	return rs, nil
+}
+
+func buildRoute(r *config.Route, d Deps, g *Generation) (exchange.Handler, error) {
+	switch {
+	case r.Static != nil:
+		st := r.Static
+		strip := ""
+		if r.Path != "/" {
+			strip = strings.TrimSuffix(r.Path, "/")
+		}
+		h, err := static.New(static.Options{
+			Root:            st.Root,
+			Index:           st.Index,
+			Browse:          st.Browse,
+			Precompressed:   st.Precompressed,
+			Compress:        st.Compress,
+			CompressMinSize: st.CompressMinSize,
+			CompressTypes:   st.CompressTypes,
+			Fallback:        st.Fallback,
+			Dotfiles:        st.Dotfiles,
+			MIMETypes:       st.MIMETypes,
+			CacheControl: static.CacheControl{
+				HTML:    st.CacheControl.HTML,
+				Hashed:  st.CacheControl.Hashed,
+				Default: st.CacheControl.Default,
+			},
+			ErrorPages:      st.ErrorPages,
+			Headers:         st.Headers,
+			MemCacheMaxFile: st.MemCacheMaxFile,
+			StripPrefix:     strip,
+		})
+		if err != nil {
+			return nil, err
+		}
+		g.Closers = append(g.Closers, h.Close)
+		return h, nil
+	case r.Proxy != nil:
+		if d.Proxy == nil {
+			return nil, errors.New("proxy is not available")
+		}
+		h, closer, err := d.Proxy(r.Proxy, r.Path)
+		if err != nil {
+			return nil, err
+		}
+		if closer != nil {
+			g.Closers = append(g.Closers, closer)
+		}
+		return h, nil
+	case r.Respond != nil:
+		return newRespond(r.Respond), nil
+	}
+	return nil, errors.New("no handler")
+}
+
+// respond answers every request with a fixed response.
+type respond struct {
+	status int
+	body   []byte
+	hdrs   [][2]string
+	length string
+}
+
+func newRespond(c *config.Respond) *respond {
+	r := &respond{status: c.Status, body: []byte(c.Body)}
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	for k, v := range c.Headers {
+		r.hdrs = append(r.hdrs, [2]string{k, v})
+	}
+	if c.Headers["Content-Type"] == "" && c.Headers["content-type"] == "" && len(r.body) > 0 {
+		r.hdrs = append(r.hdrs, [2]string{"Content-Type", "text/plain; charset=utf-8"})
+	}
+	return r
+}
+
+func (r *respond) ServeExchange(x exchange.Exchange) error {
+	x.SetStatus(r.status)
+	for _, h := range r.hdrs {
+		x.SetResponseHeader(h[0], h[1])
+	}
+	x.SetBody(r.body)
+	return nil
+}
+
+// httpsRedirect answers plain-HTTP requests for a TLS site with a
+// permanent redirect to the same host (without the plain port) and URI.
+func httpsRedirect(s *config.Site) exchange.Handler {
+	port := ""
+	if len(s.Listen) > 0 {
+		if i := strings.LastIndexByte(s.Listen[0], ':'); i >= 0 && s.Listen[0][i+1:] != "443" {
+			port = s.Listen[0][i:]
+		}
+	}
+	return exchange.HandlerFunc(func(x exchange.Exchange) error {
+		host := string(x.Host())
+		if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.HasSuffix(host, "]") {
+			host = host[:i]
+		}
+		if host == "" {
+			host = s.Name
+		}
+		x.SetStatus(http.StatusPermanentRedirect)
+		x.SetResponseHeader("Location", "https://"+host+port+string(x.RequestURI()))
+		x.SetResponseHeader("Content-Type", "text/plain; charset=utf-8")
+		x.SetBody([]byte("redirecting to https\n"))
+		return nil
+	})
+}
+
+// errorPages renders a site's custom error page for errors a route
+// returns.
+type errorPages struct {
+	next  exchange.Handler
+	pages map[int][]byte
+}
+
+func loadErrorPages(files map[int]string) (map[int][]byte, error) {
+	pages := make(map[int][]byte, len(files))
+	for code, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("error page %d: %w", code, err)
+		}
+		pages[code] = b
+	}
+	return pages, nil
+}
+
+func (e errorPages) ServeExchange(x exchange.Exchange) error {
+	err := e.next.ServeExchange(x)
+	if err == nil {
+		return nil
+	}
+	status := exchange.StatusOf(err)
+	page, ok := e.pages[status]
+	if !ok {
+		return err
+	}
+	x.ResetBody()
+	x.SetStatus(status)
+	x.SetResponseHeader("Content-Type", "text/html; charset=utf-8")
+	x.SetBody(page)
+	return nil
+}

@@ -1,0 +1,29 @@
+// Package host is sluice's HTTP side: listeners, engines, sites and
+// routes, the native handlers, the filter chain, and reloads.
+//
+// The request path, in the order a request meets it (folder in brackets):
+//
+//	listener (listener.go)
+//	  → TLS, SNI picks the site's certificate        [host/tlsconf]
+//	  → engine: fasthttp for HTTP/1.1, net/http for HTTP/2, both wrapped
+//	    in one exchange.Exchange                     [host/exchange]
+//	  → current generation, one atomic load          (server.go: dispatch)
+//	  → site by Host, route by longest path prefix   [host/route]
+//	  → allow/deny, rate limit                       [host/gateway]
+//	  → request filters in declared order (Wasm)     [host/chain → runtime]
+//	  → native handler: static files or proxy        [host/static, host/proxy]
+//	  → response filters in reverse order            [host/chain]
+//	  → errors rendered in one place                 (server.go: renderError)
+//	  → access log, metrics                          [host/observe]
+//
+// A generation (build.go) is everything one config load builds: route
+// tables per listener and every handler with its caches, pools and
+// upstream connections. It is built off the request path, swapped in
+// through one atomic pointer (Server.Apply), and closed once its
+// in-flight requests finish. Listeners outlive generations. Nothing on
+// the request path parses HCL, opens a config file, compiles Wasm or
+// takes a lock on shared config.
+//
+// host imports config (to build generations) and runtime (to run
+// filters); runtime and config import nothing of host.
+package host

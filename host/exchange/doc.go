@@ -1,0 +1,25 @@
+// Package exchange is the one interface between the HTTP engines and
+// everything that handles a request: the native handlers (static files,
+// reverse proxy), the filter host and the error renderer.
+//
+// Where it sits on the request path: an engine (fasthttp for HTTP/1.1,
+// net/http for HTTP/2) accepts a request, wraps it in an Exchange through
+// its adapter (Fast or Std), and hands it to a Handler. Everything after
+// that point is written once against Exchange and runs unchanged on both
+// engines.
+//
+// Contract shared by both adapters:
+//
+//   - A response is described, then committed: status, headers and body
+//     (SetBody, Write, SendFile or Stream) are recorded while the handler
+//     runs and written after it returns. Response filters can therefore read
+//     and replace what a native handler produced.
+//   - Byte slices returned by request accessors are valid only until the
+//     handler returns, and must not be modified.
+//   - A slice given to SetBody is not copied: it may come from a cache and
+//     must not be modified afterwards by anyone.
+//   - For HEAD requests the adapters send the headers (Content-Length
+//     included) and no body.
+//
+// This package imports no other package of the project.
+package exchange

@@ -1,0 +1,152 @@
+package exchange
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+)
+
+// Exchange is one request and the response being built for it.
+type Exchange interface {
+	// Context is cancelled when the client goes away or the server shuts
+	// down; it carries the request's trace context.
+	Context() context.Context
+	// SetContext replaces the context (to add a span, say).
+	SetContext(ctx context.Context)
+
+	// Method is the request method, upper case as sent ("GET").
+	Method() []byte
+	SetMethod(method string)
+	// Path is the request path as sent, not percent-decoded, without the
+	// query.
+	Path() []byte
+	// Query is the raw query string without the '?'; empty when none.
+	Query() []byte
+	// RequestURI is Path, plus '?' and Query when there is one.
+	RequestURI() []byte
+	// SetRequestURI replaces path and query ("/a/b?x=1").
+	SetRequestURI(uri string)
+	// Host is the Host header (HTTP/1.1) or :authority (HTTP/2), with the
+	// port when the client sent one.
+	Host() []byte
+	// Proto is "HTTP/1.0", "HTTP/1.1" or "HTTP/2.0".
+	Proto() string
+	// IsTLS reports whether the request came over TLS.
+	IsTLS() bool
+	// RemoteAddr is the peer's address.
+	RemoteAddr() net.Addr
+	// LocalAddr is the address the request was accepted on.
+	LocalAddr() net.Addr
+
+	// RequestHeader returns the first value of a request header, or nil.
+	// Names are case-insensitive.
+	RequestHeader(name string) []byte
+	// VisitRequestHeaders calls fn for each request header field, in order,
+	// once per value. Host is included.
+	VisitRequestHeaders(fn func(name, value []byte))
+	SetRequestHeader(name, value string)
+	AddRequestHeader(name, value string)
+	DelRequestHeader(name string)
+	// RequestBody reads the request body. ContentLength is its declared
+	// size, or -1 when unknown (chunked).
+	RequestBody() io.Reader
+	ContentLength() int64
+	// SetRequestBody replaces the request body seen by later handlers.
+	SetRequestBody(b []byte)
+
+	// Status is the response status; 200 until set.
+	Status() int
+	SetStatus(code int)
+	// ResponseHeader returns the first value of a response header, or nil.
+	ResponseHeader(name string) []byte
+	// VisitResponseHeaders calls fn for each response header field, once
+	// per value.
+	VisitResponseHeaders(fn func(name, value []byte))
+	SetResponseHeader(name, value string)
+	// SetResponseHeaderBytes is SetResponseHeader for a cached value; the
+	// adapter copies value or keeps it unmodified.
+	SetResponseHeaderBytes(name string, value []byte)
+	AddResponseHeader(name, value string)
+	DelResponseHeader(name string)
+
+	// SetBody sets the whole response body without copying it.
+	SetBody(b []byte)
+	// Write appends to a buffered response body.
+	Write(p []byte) (int, error)
+	// SendFile sends n bytes of f starting at off as the body and closes f
+	// once written (or at once for HEAD). Large files go out with sendfile.
+	SendFile(f *os.File, off, n int64)
+	// Stream makes fn produce the body after the headers are written;
+	// size is the body length, or -1 for unknown (chunked on HTTP/1.1).
+	// Flush on the writer pushes what was written to the client at once.
+	Stream(size int64, fn func(w StreamWriter) error)
+	// ResponseBody returns the buffered body (SetBody or Write), or nil when
+	// the body is a file or a stream.
+	ResponseBody() []byte
+	// ResetBody drops any body set so far (closing a pending file).
+	ResetBody()
+	// Upgrade answers with the status and headers set so far (101, say)
+	// and then hands the raw connection to fn, which owns it until it
+	// returns. It returns ErrUpgradeUnsupported on HTTP/2.
+	Upgrade(fn func(conn net.Conn, buffered io.Reader)) error
+}
+
+// StreamWriter is what Stream gives its producer.
+type StreamWriter interface {
+	io.Writer
+	// Flush sends everything written so far to the client.
+	Flush() error
+}
+
+// Handler handles an exchange. It returns an error instead of rendering
+// one; a single place (the host's error renderer) turns errors into
+// responses, so that a handler never writes half an error page.
+type Handler interface {
+	ServeExchange(x Exchange) error
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(x Exchange) error
+
+// ServeExchange calls f(x).
+func (f HandlerFunc) ServeExchange(x Exchange) error { return f(x) }
+
+// ErrUpgradeUnsupported is returned by Upgrade where the protocol cannot
+// hand over its connection (HTTP/2).
+var ErrUpgradeUnsupported = errors.New("exchange: connection upgrade not supported on this protocol")
+
+// Error is an error that carries the HTTP status to answer with and a
+// short, safe message for the client. Err, when set, is the cause for the
+// log; it never reaches the client.
+type Error struct {
+	Status  int
+	Message string
+	Err     error
+}
+
+// Errorf returns an *Error with the given status and a client-safe message.
+func Errorf(status int, format string, args ...any) *Error {
+	return &Error{Status: status, Message: fmt.Sprintf(format, args...)}
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%d %s: %v", e.Status, e.Message, e.Err)
+	}
+	return fmt.Sprintf("%d %s", e.Status, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// StatusOf returns the status an error should be answered with: the
+// Status of an *Error in its chain, else 500.
+func StatusOf(err error) int {
+	var e *Error
+	if errors.As(err, &e) && e.Status != 0 {
+		return e.Status
+	}
+	return 500
+}

@@ -1,0 +1,114 @@
+package exchange_test
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/exchange/exchangetest"
+)
+
+func TestAdapters(t *testing.T) {
+	dir := t.TempDir()
+	big := strings.Repeat("0123456789abcdef", 4096) // 64 KiB: sendfile path
+	if err := os.WriteFile(filepath.Join(dir, "big"), []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := exchange.HandlerFunc(func(x exchange.Exchange) error {
+		switch string(x.Path()) {
+		case "/body":
+			x.SetResponseHeader("Content-Type", "text/plain")
+			x.SetResponseHeader("X-Method", string(x.Method()))
+			x.SetResponseHeader("X-Query", string(x.Query()))
+			x.SetResponseHeader("X-Host", string(x.RequestHeader("Host")))
+			x.SetResponseHeader("X-Req", string(x.RequestHeader("x-req")))
+			x.SetBody([]byte("hello"))
+		case "/write":
+			x.SetStatus(201)
+			io.WriteString(x, "a")
+			io.WriteString(x, "b")
+		case "/file":
+			f, err := os.Open(filepath.Join(dir, "big"))
+			if err != nil {
+				return err
+			}
+			x.SendFile(f, 16, int64(len(big))-32)
+		case "/stream":
+			x.Stream(-1, func(w exchange.StreamWriter) error {
+				io.WriteString(w, "one,")
+				w.Flush()
+				io.WriteString(w, "two")
+				return nil
+			})
+		case "/304":
+			x.SetStatus(304)
+			x.SetResponseHeader("ETag", `"x"`)
+		case "/err":
+			return exchange.Errorf(418, "teapot here")
+		case "/rewrite":
+			x.SetRequestURI("/new?q=1")
+			x.SetBody(append(append([]byte{}, x.Path()...), x.Query()...))
+		default:
+			return exchange.Errorf(404, "not found")
+		}
+		return nil
+	})
+	for _, e := range exchangetest.Engines(t, h) {
+		t.Run(e.Name, func(t *testing.T) {
+			cases := []struct {
+				method, path string
+				status       int
+				body         string
+				hdr          map[string]string
+			}{
+				{"GET", "/body?a=b", 200, "hello", map[string]string{"Content-Type": "text/plain", "X-Method": "GET", "X-Query": "a=b", "X-Req": "v", "Content-Length": "5"}},
+				{"HEAD", "/body", 200, "", map[string]string{"Content-Length": "5"}},
+				{"POST", "/write", 201, "ab", nil},
+				{"GET", "/file", 200, big[16 : len(big)-16], nil},
+				{"HEAD", "/file", 200, "", map[string]string{"Content-Length": "65504"}},
+				{"GET", "/stream", 200, "one,two", nil},
+				{"GET", "/304", 304, "", map[string]string{"ETag": `"x"`}},
+				{"GET", "/err", 418, "teapot here\n", nil},
+				{"GET", "/rewrite", 200, "/newq=1", nil},
+			}
+			for _, c := range cases {
+				req, _ := http.NewRequest(c.method, e.URL+c.path, nil)
+				req.Header.Set("X-Req", "v")
+				resp, err := e.Client.Do(req)
+				if err != nil {
+					t.Fatalf("%s %s: %v", c.method, c.path, err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != c.status || string(body) != c.body {
+					t.Errorf("%s %s: got %d %q, want %d %q", c.method, c.path, resp.StatusCode, trunc(body), c.status, trunc([]byte(c.body)))
+				}
+				if resp.Proto != e.Proto {
+					t.Errorf("%s %s: proto %s, want %s", c.method, c.path, resp.Proto, e.Proto)
+				}
+				for k, v := range c.hdr {
+					got := resp.Header.Get(k)
+					if k == "Content-Length" {
+						// The client moves Content-Length into resp.ContentLength.
+						got = strconv.FormatInt(resp.ContentLength, 10)
+					}
+					if got != v {
+						t.Errorf("%s %s: %s = %q, want %q", c.method, c.path, k, got, v)
+					}
+				}
+			}
+		})
+	}
+}
+
+func trunc(b []byte) string {
+	if len(b) > 40 {
+		return string(b[:40]) + "…"
+	}
+	return string(b)
+}

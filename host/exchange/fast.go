@@ -1,0 +1,214 @@
+package exchange
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"os"
+	"sync"
+
+	"github.com/valyala/fasthttp"
+)
+
+// fastExchange adapts a fasthttp.RequestCtx. It is pooled: one per
+// request, zero allocations on the fast path.
+type fastExchange struct {
+	ctx    *fasthttp.RequestCtx
+	cctx   context.Context
+	tls    bool
+	stream bool // body is a file or stream, not a buffer
+}
+
+var fastPool = sync.Pool{New: func() any { return new(fastExchange) }}
+
+// Fast returns a fasthttp request handler that serves every request with h
+// and renders a returned error with onError. isTLS tells whether the
+// listener behind the server terminates TLS.
+func Fast(h Handler, onError func(Exchange, error), isTLS bool) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		x := fastPool.Get().(*fastExchange)
+		x.ctx, x.tls, x.stream, x.cctx = ctx, isTLS || ctx.IsTLS(), false, nil
+		if err := h.ServeExchange(x); err != nil {
+			onError(x, err)
+		}
+		x.finish()
+		*x = fastExchange{}
+		fastPool.Put(x)
+	}
+}
+
+func (x *fastExchange) finish() {
+	if x.ctx.IsHead() && !x.stream {
+		// fasthttp writes Content-Length from the body for HEAD and skips it.
+		return
+	}
+}
+
+func (x *fastExchange) Context() context.Context {
+	if x.cctx != nil {
+		return x.cctx
+	}
+	return x.ctx
+}
+func (x *fastExchange) SetContext(c context.Context) { x.cctx = c }
+
+func (x *fastExchange) Method() []byte { return x.ctx.Method() }
+func (x *fastExchange) SetMethod(m string) {
+	x.ctx.Request.Header.SetMethod(m)
+}
+func (x *fastExchange) Path() []byte {
+	uri := x.ctx.Request.Header.RequestURI()
+	if i := bytes.IndexByte(uri, '?'); i >= 0 {
+		return uri[:i]
+	}
+	if len(uri) > 0 && uri[0] != '/' {
+		// Absolute-form target: use the parsed path.
+		return x.ctx.URI().PathOriginal()
+	}
+	return uri
+}
+func (x *fastExchange) Query() []byte {
+	uri := x.ctx.Request.Header.RequestURI()
+	if i := bytes.IndexByte(uri, '?'); i >= 0 {
+		return uri[i+1:]
+	}
+	return nil
+}
+func (x *fastExchange) RequestURI() []byte { return x.ctx.Request.Header.RequestURI() }
+func (x *fastExchange) SetRequestURI(uri string) {
+	x.ctx.Request.Header.SetRequestURI(uri)
+	x.ctx.Request.SetRequestURI(uri)
+}
+func (x *fastExchange) Host() []byte { return x.ctx.Request.Header.Host() }
+func (x *fastExchange) Proto() string {
+	if x.ctx.Request.Header.IsHTTP11() {
+		return "HTTP/1.1"
+	}
+	return "HTTP/1.0"
+}
+func (x *fastExchange) IsTLS() bool          { return x.tls }
+func (x *fastExchange) RemoteAddr() net.Addr { return x.ctx.RemoteAddr() }
+func (x *fastExchange) LocalAddr() net.Addr  { return x.ctx.LocalAddr() }
+
+func (x *fastExchange) RequestHeader(name string) []byte {
+	v := x.ctx.Request.Header.Peek(name)
+	if v == nil && len(name) == 4 && (name == "Host" || name == "host") {
+		return x.ctx.Request.Header.Host()
+	}
+	return v
+}
+func (x *fastExchange) VisitRequestHeaders(fn func(name, value []byte)) {
+	for k, v := range x.ctx.Request.Header.All() {
+		fn(k, v)
+	}
+}
+func (x *fastExchange) SetRequestHeader(name, value string) { x.ctx.Request.Header.Set(name, value) }
+func (x *fastExchange) AddRequestHeader(name, value string) { x.ctx.Request.Header.Add(name, value) }
+func (x *fastExchange) DelRequestHeader(name string)        { x.ctx.Request.Header.Del(name) }
+func (x *fastExchange) RequestBody() io.Reader {
+	if s := x.ctx.RequestBodyStream(); s != nil {
+		return s
+	}
+	return bytes.NewReader(x.ctx.Request.Body())
+}
+func (x *fastExchange) ContentLength() int64 {
+	n := x.ctx.Request.Header.ContentLength()
+	if n < 0 {
+		return -1
+	}
+	return int64(n)
+}
+func (x *fastExchange) SetRequestBody(b []byte) { x.ctx.Request.SetBody(b) }
+
+func (x *fastExchange) Status() int        { return x.ctx.Response.StatusCode() }
+func (x *fastExchange) SetStatus(code int) { x.ctx.Response.SetStatusCode(code) }
+func (x *fastExchange) ResponseHeader(name string) []byte {
+	return x.ctx.Response.Header.Peek(name)
+}
+func (x *fastExchange) VisitResponseHeaders(fn func(name, value []byte)) {
+	for k, v := range x.ctx.Response.Header.All() {
+		fn(k, v)
+	}
+}
+func (x *fastExchange) SetResponseHeader(name, value string) {
+	x.ctx.Response.Header.Set(name, value)
+}
+func (x *fastExchange) SetResponseHeaderBytes(name string, value []byte) {
+	x.ctx.Response.Header.SetBytesV(name, value)
+}
+func (x *fastExchange) AddResponseHeader(name, value string) {
+	x.ctx.Response.Header.Add(name, value)
+}
+func (x *fastExchange) DelResponseHeader(name string) { x.ctx.Response.Header.Del(name) }
+
+func (x *fastExchange) SetBody(b []byte) {
+	x.stream = false
+	x.ctx.Response.SetBodyRaw(b)
+}
+func (x *fastExchange) Write(p []byte) (int, error) {
+	x.stream = false
+	return x.ctx.Response.BodyWriter().Write(p)
+}
+func (x *fastExchange) SendFile(f *os.File, off, n int64) {
+	x.ResetBody()
+	if x.ctx.IsHead() {
+		f.Close()
+		x.ctx.Response.SkipBody = true
+		x.ctx.Response.Header.SetContentLength(int(n))
+		x.stream = true
+		return
+	}
+	if off != 0 {
+		if _, err := f.Seek(off, io.SeekStart); err != nil {
+			f.Close()
+			x.ctx.Response.SetStatusCode(fasthttp.StatusInternalServerError)
+			return
+		}
+	}
+	x.stream = true
+	x.ctx.Response.SetBodyStream(f, int(n))
+}
+func (x *fastExchange) Stream(size int64, fn func(w StreamWriter) error) {
+	x.ResetBody()
+	x.stream = true
+	if x.ctx.IsHead() {
+		x.ctx.Response.SkipBody = true
+		if size >= 0 {
+			x.ctx.Response.Header.SetContentLength(int(size))
+		}
+		return
+	}
+	x.ctx.Response.SetBodyStreamWriter(func(w *bufio.Writer) {
+		_ = fn(fastStreamWriter{w})
+	})
+	if size >= 0 {
+		x.ctx.Response.Header.SetContentLength(int(size))
+	}
+}
+func (x *fastExchange) ResponseBody() []byte {
+	if x.stream {
+		return nil
+	}
+	return x.ctx.Response.Body()
+}
+func (x *fastExchange) ResetBody() {
+	x.stream = false
+	x.ctx.Response.ResetBody() // closes a pending body stream
+	x.ctx.Response.SkipBody = false
+}
+
+func (x *fastExchange) Upgrade(fn func(conn net.Conn, buffered io.Reader)) error {
+	x.ResetBody()
+	x.stream = true
+	x.ctx.Response.Header.SetContentLength(-2) // no body, no chunking: identity
+	x.ctx.Response.SkipBody = true
+	x.ctx.Hijack(func(c net.Conn) { fn(c, c) })
+	return nil
+}
+
+type fastStreamWriter struct{ w *bufio.Writer }
+
+func (s fastStreamWriter) Write(p []byte) (int, error) { return s.w.Write(p) }
+func (s fastStreamWriter) Flush() error                { return s.w.Flush() }

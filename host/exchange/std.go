@@ -1,0 +1,303 @@
+package exchange
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+)
+
+// stdExchange adapts net/http (used for HTTP/2, and for HTTP/1.1 where the
+// fast engine is off). The response is recorded and committed after the
+// handler returns, like fasthttp does.
+type stdExchange struct {
+	w      http.ResponseWriter
+	r      *http.Request
+	status int
+	body   bytes.Buffer
+
+	file           *os.File
+	fileOff, fileN int64
+
+	streamFn   func(StreamWriter) error
+	streamSize int64
+
+	upgraded bool
+}
+
+var stdPool = sync.Pool{New: func() any { return new(stdExchange) }}
+
+// Std returns a net/http handler that serves every request with h and
+// renders a returned error with onError.
+func Std(h Handler, onError func(Exchange, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		x := stdPool.Get().(*stdExchange)
+		x.w, x.r, x.status = w, r, 200
+		if err := h.ServeExchange(x); err != nil {
+			onError(x, err)
+		}
+		x.commit()
+		x.reset()
+		stdPool.Put(x)
+	})
+}
+
+func (x *stdExchange) reset() {
+	if x.file != nil {
+		x.file.Close()
+	}
+	body := x.body
+	body.Reset()
+	*x = stdExchange{body: body}
+}
+
+func bodyAllowed(status int) bool {
+	return !(status >= 100 && status < 200) && status != 204 && status != 304
+}
+
+func (x *stdExchange) commit() {
+	if x.upgraded {
+		return
+	}
+	h := x.w.Header()
+	head := x.r.Method == http.MethodHead
+	allowed := bodyAllowed(x.status)
+	switch {
+	case x.file != nil:
+		f := x.file
+		x.file = nil
+		defer f.Close()
+		if allowed {
+			h.Set("Content-Length", strconv.FormatInt(x.fileN, 10))
+		}
+		x.w.WriteHeader(x.status)
+		if head || !allowed {
+			return
+		}
+		if _, err := f.Seek(x.fileOff, io.SeekStart); err != nil {
+			return
+		}
+		// CopyN wraps f in an io.LimitedReader, which net/http's
+		// ReadFrom hands to sendfile.
+		_, _ = io.CopyN(x.w, f, x.fileN)
+	case x.streamFn != nil:
+		if x.streamSize >= 0 && allowed {
+			h.Set("Content-Length", strconv.FormatInt(x.streamSize, 10))
+		}
+		x.w.WriteHeader(x.status)
+		if head || !allowed {
+			return
+		}
+		fl, _ := x.w.(http.Flusher)
+		_ = x.streamFn(stdStreamWriter{x.w, fl})
+	default:
+		if allowed {
+			h.Set("Content-Length", strconv.Itoa(x.body.Len()))
+		} else {
+			h.Del("Content-Length")
+		}
+		x.w.WriteHeader(x.status)
+		if !head && allowed {
+			_, _ = x.w.Write(x.body.Bytes())
+		}
+	}
+}
+
+// b returns the bytes of s without copying; callers must not modify them.
+func b(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+func (x *stdExchange) Context() context.Context       { return x.r.Context() }
+func (x *stdExchange) SetContext(ctx context.Context) { x.r = x.r.WithContext(ctx) }
+func (x *stdExchange) Method() []byte                 { return b(x.r.Method) }
+func (x *stdExchange) SetMethod(m string)             { x.r.Method = m }
+
+func (x *stdExchange) requestURI() string {
+	if x.r.RequestURI != "" && x.r.RequestURI[0] == '/' {
+		return x.r.RequestURI
+	}
+	return x.r.URL.RequestURI()
+}
+func (x *stdExchange) Path() []byte {
+	u := x.requestURI()
+	if i := strings.IndexByte(u, '?'); i >= 0 {
+		u = u[:i]
+	}
+	return b(u)
+}
+func (x *stdExchange) Query() []byte {
+	u := x.requestURI()
+	if i := strings.IndexByte(u, '?'); i >= 0 {
+		return b(u[i+1:])
+	}
+	return nil
+}
+func (x *stdExchange) RequestURI() []byte { return b(x.requestURI()) }
+func (x *stdExchange) SetRequestURI(uri string) {
+	x.r.RequestURI = uri
+	if u, err := url.ParseRequestURI(uri); err == nil {
+		x.r.URL.Path, x.r.URL.RawPath, x.r.URL.RawQuery = u.Path, u.RawPath, u.RawQuery
+	}
+}
+func (x *stdExchange) Host() []byte  { return b(x.r.Host) }
+func (x *stdExchange) Proto() string { return x.r.Proto }
+func (x *stdExchange) IsTLS() bool   { return x.r.TLS != nil }
+func (x *stdExchange) RemoteAddr() net.Addr {
+	if ap, err := netip.ParseAddrPort(x.r.RemoteAddr); err == nil {
+		return net.TCPAddrFromAddrPort(ap)
+	}
+	return &net.TCPAddr{}
+}
+func (x *stdExchange) LocalAddr() net.Addr {
+	if a, ok := x.r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		return a
+	}
+	return &net.TCPAddr{}
+}
+
+func (x *stdExchange) RequestHeader(name string) []byte {
+	if strings.EqualFold(name, "host") {
+		return b(x.r.Host)
+	}
+	vs := x.r.Header.Values(name)
+	if len(vs) == 0 {
+		return nil
+	}
+	return b(vs[0])
+}
+func (x *stdExchange) VisitRequestHeaders(fn func(name, value []byte)) {
+	fn([]byte("Host"), b(x.r.Host))
+	for k, vs := range x.r.Header {
+		for _, v := range vs {
+			fn(b(k), b(v))
+		}
+	}
+}
+func (x *stdExchange) SetRequestHeader(name, value string) {
+	if strings.EqualFold(name, "host") {
+		x.r.Host = value
+		return
+	}
+	x.r.Header.Set(name, value)
+}
+func (x *stdExchange) AddRequestHeader(name, value string) { x.r.Header.Add(name, value) }
+func (x *stdExchange) DelRequestHeader(name string)        { x.r.Header.Del(name) }
+func (x *stdExchange) RequestBody() io.Reader {
+	if x.r.Body == nil {
+		return http.NoBody
+	}
+	return x.r.Body
+}
+func (x *stdExchange) ContentLength() int64 { return x.r.ContentLength }
+func (x *stdExchange) SetRequestBody(p []byte) {
+	x.r.Body = io.NopCloser(bytes.NewReader(p))
+	x.r.ContentLength = int64(len(p))
+	x.r.Header.Set("Content-Length", strconv.Itoa(len(p)))
+	x.r.Header.Del("Transfer-Encoding")
+}
+
+func (x *stdExchange) Status() int        { return x.status }
+func (x *stdExchange) SetStatus(code int) { x.status = code }
+func (x *stdExchange) ResponseHeader(name string) []byte {
+	vs := x.w.Header().Values(name)
+	if len(vs) == 0 {
+		return nil
+	}
+	return b(vs[0])
+}
+func (x *stdExchange) VisitResponseHeaders(fn func(name, value []byte)) {
+	for k, vs := range x.w.Header() {
+		for _, v := range vs {
+			fn(b(k), b(v))
+		}
+	}
+}
+func (x *stdExchange) SetResponseHeader(name, value string) { x.w.Header().Set(name, value) }
+func (x *stdExchange) SetResponseHeaderBytes(name string, value []byte) {
+	x.w.Header().Set(name, string(value))
+}
+func (x *stdExchange) AddResponseHeader(name, value string) { x.w.Header().Add(name, value) }
+func (x *stdExchange) DelResponseHeader(name string)        { x.w.Header().Del(name) }
+
+func (x *stdExchange) SetBody(p []byte) {
+	x.ResetBody()
+	x.body.Write(p)
+}
+func (x *stdExchange) Write(p []byte) (int, error) {
+	if x.file != nil || x.streamFn != nil {
+		x.ResetBody()
+	}
+	return x.body.Write(p)
+}
+func (x *stdExchange) SendFile(f *os.File, off, n int64) {
+	x.ResetBody()
+	x.file, x.fileOff, x.fileN = f, off, n
+}
+func (x *stdExchange) Stream(size int64, fn func(w StreamWriter) error) {
+	x.ResetBody()
+	x.streamFn, x.streamSize = fn, size
+}
+func (x *stdExchange) ResponseBody() []byte {
+	if x.file != nil || x.streamFn != nil {
+		return nil
+	}
+	return x.body.Bytes()
+}
+func (x *stdExchange) ResetBody() {
+	if x.file != nil {
+		x.file.Close()
+		x.file = nil
+	}
+	x.streamFn = nil
+	x.body.Reset()
+}
+
+func (x *stdExchange) Upgrade(fn func(conn net.Conn, buffered io.Reader)) error {
+	if x.r.ProtoMajor != 1 {
+		return ErrUpgradeUnsupported
+	}
+	hj, ok := x.w.(http.Hijacker)
+	if !ok {
+		return ErrUpgradeUnsupported
+	}
+	conn, rw, err := hj.Hijack()
+	if err != nil {
+		return err
+	}
+	x.upgraded = true
+	x.ResetBody()
+	status, header := x.status, x.w.Header().Clone()
+	go func() {
+		defer conn.Close()
+		bw := bufio.NewWriter(conn)
+		bw.WriteString("HTTP/1.1 " + strconv.Itoa(status) + " " + http.StatusText(status) + "\r\n")
+		_ = header.Write(bw)
+		bw.WriteString("\r\n")
+		if bw.Flush() != nil {
+			return
+		}
+		fn(conn, rw.Reader)
+	}()
+	return nil
+}
+
+type stdStreamWriter struct {
+	w  io.Writer
+	fl http.Flusher
+}
+
+func (s stdStreamWriter) Write(p []byte) (int, error) { return s.w.Write(p) }
+func (s stdStreamWriter) Flush() error {
+	if s.fl != nil {
+		s.fl.Flush()
+	}
+	return nil
+}

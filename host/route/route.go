@@ -1,0 +1,205 @@
+package route
+
+import (
+	"fmt"
+	"net/url"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/sluicehq/sluice/host/exchange"
+)
+
+// Route is one path prefix of a site and what serves it.
+type Route struct {
+	// Prefix is the path prefix, starting with "/", matched on segment
+	// boundaries: "/api" matches "/api" and "/api/x" but not "/apix"; a
+	// prefix ending in "/" also matches the path without it.
+	Prefix string
+	// Handler serves the matched requests (filters included).
+	Handler exchange.Handler
+}
+
+// Site is a virtual host with its routes.
+type Site struct {
+	// Name is the site's label in the config; used in logs and metrics.
+	Name string
+	// Hosts are the names that select the site (name and aliases), lower
+	// case; "*.example.com" matches any one or more labels before
+	// ".example.com".
+	Hosts []string
+	// Default makes the site answer requests whose Host matches no site.
+	Default bool
+	// Routes in any order; Table sorts them longest prefix first.
+	Routes []*Route
+	// Value is the host's own per-site data (error pages, TLS policy);
+	// route never reads it.
+	Value any
+
+	routes []*Route // sorted, longest prefix first
+}
+
+// Table matches requests of one listener to sites and routes.
+type Table struct {
+	exact    map[string]*Site
+	wildcard []wildcard // longest suffix first
+	def      *Site
+}
+
+type wildcard struct {
+	suffix string // ".example.com"
+	site   *Site
+}
+
+// NewTable builds a table from sites. The default site is the one marked
+// Default, else the first. It fails on a host claimed by two sites.
+func NewTable(sites []*Site) (*Table, error) {
+	t := &Table{exact: make(map[string]*Site)}
+	for _, s := range sites {
+		s.routes = append([]*Route(nil), s.Routes...)
+		sort.SliceStable(s.routes, func(i, j int) bool {
+			return len(s.routes[i].Prefix) > len(s.routes[j].Prefix)
+		})
+		if s.Default {
+			if t.def != nil {
+				return nil, fmt.Errorf("route: sites %q and %q are both default", t.def.Name, s.Name)
+			}
+			t.def = s
+		}
+		for _, h := range s.Hosts {
+			h = strings.TrimSuffix(strings.ToLower(h), ".")
+			if h == "*" || h == "_" || h == "" {
+				continue
+			}
+			if strings.HasPrefix(h, "*.") {
+				t.wildcard = append(t.wildcard, wildcard{suffix: h[1:], site: s})
+				continue
+			}
+			if o, ok := t.exact[h]; ok && o != s {
+				return nil, fmt.Errorf("route: host %q claimed by sites %q and %q", h, o.Name, s.Name)
+			}
+			t.exact[h] = s
+		}
+	}
+	sort.SliceStable(t.wildcard, func(i, j int) bool { return len(t.wildcard[i].suffix) > len(t.wildcard[j].suffix) })
+	if t.def == nil && len(sites) > 0 {
+		t.def = sites[0]
+	}
+	return t, nil
+}
+
+// Sites returns the default site (for listeners whose table has one).
+func (t *Table) Default() *Site { return t.def }
+
+// maxHost is the longest host name we fold without allocating; longer
+// names are not valid DNS names and fall to the default site.
+const maxHost = 255
+
+// Site returns the site for a Host header value.
+func (t *Table) Site(host []byte) *Site {
+	var buf [maxHost]byte
+	n := 0
+	if len(host) > 0 && host[0] == '[' { // IPv6 literal: keep up to ']'
+		for i, c := range host {
+			if c == ']' {
+				host = host[:i+1]
+				break
+			}
+		}
+	} else {
+		for i := len(host) - 1; i >= 0; i-- {
+			if host[i] == ':' {
+				host = host[:i]
+				break
+			}
+			if host[i] < '0' || host[i] > '9' {
+				break
+			}
+		}
+	}
+	if len(host) > 0 && host[len(host)-1] == '.' {
+		host = host[:len(host)-1]
+	}
+	if len(host) > maxHost {
+		return t.def
+	}
+	for _, c := range host {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[n] = c
+		n++
+	}
+	h := buf[:n]
+	if s, ok := t.exact[string(h)]; ok { // no allocation: map index by string(bytes)
+		return s
+	}
+	for _, w := range t.wildcard {
+		if len(h) > len(w.suffix) && string(h[len(h)-len(w.suffix):]) == w.suffix {
+			return w.site
+		}
+	}
+	return t.def
+}
+
+// Route returns the route of s for a request path (as sent, not decoded),
+// or nil when no route matches.
+func (s *Site) Route(p []byte) *Route {
+	if !clean(p) {
+		p = []byte(Clean(string(p)))
+	}
+	for _, r := range s.routes {
+		if hasPrefix(p, r.Prefix) {
+			return r
+		}
+	}
+	return nil
+}
+
+// hasPrefix matches on segment boundaries: "/api" matches "/api" and
+// "/api/x" but not "/apix"; "/api/" matches "/api/x" and "/api".
+func hasPrefix(p []byte, prefix string) bool {
+	if len(p) >= len(prefix) {
+		if string(p[:len(prefix)]) != prefix {
+			return false
+		}
+		return len(p) == len(prefix) || prefix[len(prefix)-1] == '/' || p[len(prefix)] == '/'
+	}
+	return len(p) == len(prefix)-1 && prefix[len(prefix)-1] == '/' && string(p) == prefix[:len(prefix)-1]
+}
+
+// clean reports whether p is already in the form Clean would give, so that
+// the common case needs no work: no escapes, no dot segments, no empty
+// segments.
+func clean(p []byte) bool {
+	if len(p) == 0 || p[0] != '/' {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '%', '\\':
+			return false
+		case '/':
+			if i+1 < len(p) && (p[i+1] == '/' || p[i+1] == '.') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Clean decodes a request path once and resolves dot segments the way the
+// file-system handlers will, so that a route is chosen on the path that
+// will be served ("/api/../admin" is "/admin"). A trailing slash is kept.
+func Clean(p string) string {
+	if u, err := url.PathUnescape(p); err == nil {
+		p = u
+	}
+	p = strings.ReplaceAll(p, "\\", "/")
+	trailing := strings.HasSuffix(p, "/")
+	p = path.Clean("/" + p)
+	if trailing && p != "/" {
+		p += "/"
+	}
+	return p
+}

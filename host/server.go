@@ -1,0 +1,229 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/route"
+)
+
+// Server owns the listeners and the current generation. Listeners
+// outlive generations; a reload builds a new generation off the request
+// path and swaps it in through one atomic pointer.
+type Server struct {
+	log *slog.Logger
+
+	gen atomic.Pointer[Generation]
+
+	mu        sync.Mutex // guards listeners and reloads; never taken on the request path
+	listeners map[string]*listener
+	draining  atomic.Bool
+}
+
+// Generation is everything one config load built: a route table per
+// listener and what must be closed when the generation retires.
+type Generation struct {
+	// Tables maps a configured listen address to its sites and routes.
+	Tables map[string]*route.Table
+	// Listeners lists the listening addresses and their settings.
+	Listeners []ListenerOptions
+	// Grace bounds how long a retired generation waits for its requests.
+	Grace time.Duration
+	// Closers are closed, in order, once the generation has drained.
+	Closers []func() error
+	// Info is the host's own data for admin endpoints (the config, say).
+	Info any
+
+	inflight atomic.Int64
+}
+
+// NewServer returns a server with no listeners.
+func NewServer(log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Server{log: log, listeners: make(map[string]*listener)}
+}
+
+// Current returns the generation serving now (nil before the first Apply).
+func (s *Server) Current() *Generation { return s.gen.Load() }
+
+// Apply opens the listeners g needs, swaps g in, closes listeners no
+// longer used, and retires the previous generation in the background once
+// its in-flight requests have finished (or its grace period has passed).
+// On error nothing has changed: the old generation keeps serving.
+func (s *Server) Apply(g *Generation) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	want := make(map[string]ListenerOptions, len(g.Listeners))
+	var opened []*listener
+	for _, o := range g.Listeners {
+		want[o.Address] = o
+		if _, ok := s.listeners[o.Address]; ok {
+			continue
+		}
+		l, err := s.openListener(o)
+		if err != nil {
+			for _, l := range opened {
+				l.ln.Close()
+				delete(s.listeners, l.opts.Address)
+			}
+			return err
+		}
+		s.listeners[o.Address] = l
+		opened = append(opened, l)
+	}
+	old := s.gen.Swap(g)
+	for addr, l := range s.listeners {
+		if _, ok := want[addr]; !ok {
+			delete(s.listeners, addr)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), g.Grace)
+				defer cancel()
+				_ = l.shutdown(ctx)
+				s.log.Info("listener closed", "address", addr)
+			}()
+		}
+	}
+	if old != nil {
+		go s.retire(old)
+	}
+	return nil
+}
+
+// retire waits for a replaced generation's requests, then closes it.
+func (s *Server) retire(g *Generation) {
+	deadline := time.Now().Add(g.Grace)
+	// A request may have loaded the old pointer just before the swap and
+	// not yet counted itself; the first pause covers that window.
+	for tick := 5 * time.Millisecond; ; tick = min(tick*2, 100*time.Millisecond) {
+		time.Sleep(tick)
+		if g.inflight.Load() == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	g.close(s.log)
+}
+
+func (g *Generation) close(log *slog.Logger) {
+	for _, c := range g.Closers {
+		if err := c(); err != nil {
+			log.Warn("closing generation", "error", err)
+		}
+	}
+}
+
+// Addresses returns the configured addresses being listened on, sorted.
+func (s *Server) Addresses() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for a := range s.listeners {
+		out = append(out, a)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Draining reports whether Shutdown has begun.
+func (s *Server) Draining() bool { return s.draining.Load() }
+
+// Shutdown stops accepting, drains in-flight requests until ctx ends, and
+// closes the current generation.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.draining.Store(true)
+	s.mu.Lock()
+	ls := s.listeners
+	s.listeners = map[string]*listener{}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(ls))
+	for _, l := range ls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- l.shutdown(ctx)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	if g := s.gen.Swap(nil); g != nil {
+		g.close(s.log)
+	}
+	return errors.Join(all...)
+}
+
+// dispatch is the request path's entry: current generation → site by
+// Host → route by path → the route's handler (filters, then the native
+// handler).
+func (s *Server) dispatch(addr string) exchange.Handler {
+	return exchange.HandlerFunc(func(x exchange.Exchange) error {
+		g := s.gen.Load()
+		if g == nil {
+			return errUnavailable
+		}
+		g.inflight.Add(1)
+		defer g.inflight.Add(-1)
+		t := g.Tables[addr]
+		if t == nil {
+			return errNotFound
+		}
+		site := t.Site(x.Host())
+		if site == nil {
+			return errNotFound
+		}
+		r := site.Route(x.Path())
+		if r == nil {
+			return errNotFound
+		}
+		return r.Handler.ServeExchange(x)
+	})
+}
+
+var (
+	errNotFound    = exchange.Errorf(http.StatusNotFound, "not found")
+	errUnavailable = exchange.Errorf(http.StatusServiceUnavailable, "service unavailable")
+)
+
+// renderError is the one place that turns a handler's error into a
+// response: the status it carries and a short plain-text body. Causes go
+// to the log, never to the client.
+func (s *Server) renderError(x exchange.Exchange, err error) {
+	status := exchange.StatusOf(err)
+	msg := ""
+	var e *exchange.Error
+	if errors.As(err, &e) {
+		msg = e.Message
+		if e.Err != nil && status >= 500 {
+			s.log.Warn("request failed", "method", string(x.Method()), "path", string(x.Path()), "status", status, "error", e.Err)
+		}
+	} else {
+		s.log.Error("request failed", "method", string(x.Method()), "path", string(x.Path()), "error", err)
+	}
+	if msg == "" {
+		msg = http.StatusText(status)
+		if msg == "" {
+			msg = fmt.Sprintf("status %d", status)
+		}
+	}
+	x.ResetBody()
+	x.SetStatus(status)
+	x.DelResponseHeader("Content-Encoding")
+	x.DelResponseHeader("ETag")
+	x.DelResponseHeader("Last-Modified")
+	x.SetResponseHeader("Content-Type", "text/plain; charset=utf-8")
+	x.SetResponseHeader("X-Content-Type-Options", "nosniff")
+	x.SetBody([]byte(msg + "\n"))
+}
