@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -54,9 +55,20 @@ func (s *Server) openListener(o ListenerOptions) (*listener, error) {
 	fast := exchange.Fast(h, s.renderError, false)
 	l.fast = &fasthttp.Server{
 		Handler: func(ctx *fasthttp.RequestCtx) {
-			if ctx.Request.Header.ContentLength() == -1 && smuggled(ctx.Request.Header.RawHeaders()) {
+			switch cl := ctx.Request.Header.ContentLength(); {
+			case cl == -1 && smuggled(ctx.Request.Header.RawHeaders()):
 				l.engineError(ctx, errConflictingFraming)
 				return
+			case o.MaxRequestBody > 0 && int64(cl) > o.MaxRequestBody:
+				// With StreamRequestBody the engine's own limit only
+				// decides when to stream, so the declared size is checked
+				// here, and a chunked body is cut off while it is read.
+				l.engineError(ctx, fasthttp.ErrBodyTooLarge)
+				return
+			case cl == -1 && o.MaxRequestBody > 0:
+				if body := ctx.RequestBodyStream(); body != nil {
+					ctx.Request.SetBodyStream(&limitedBody{r: body, n: o.MaxRequestBody}, -1)
+				}
 			}
 			fast(ctx)
 		},
@@ -123,6 +135,32 @@ func (l *listener) shutdown(ctx context.Context) error {
 		errs = append(errs, ctx.Err())
 	}
 	return errors.Join(errs...)
+}
+
+// limitedBody fails a streamed request body that outgrows the listener's
+// max_request_body.
+type limitedBody struct {
+	r io.Reader
+	n int64
+}
+
+// ErrBodyTooLarge is returned by a request body reader when the body
+// exceeds the listener's max_request_body; handlers answer 413.
+var ErrBodyTooLarge = &exchange.Error{Status: fasthttp.StatusRequestEntityTooLarge, Message: "request body too large"}
+
+func (l *limitedBody) Read(p []byte) (int, error) {
+	if l.n < 0 {
+		return 0, ErrBodyTooLarge
+	}
+	if int64(len(p)) > l.n+1 {
+		p = p[:l.n+1]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	if l.n < 0 {
+		return n, ErrBodyTooLarge
+	}
+	return n, err
 }
 
 var errConflictingFraming = errors.New("both Transfer-Encoding and Content-Length")

@@ -1,0 +1,249 @@
+package host
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/config"
+)
+
+// startConfig writes src (with %s replaced by the docroot) to a temp
+// config file and starts an instance on it. It returns the instance and
+// the base URL of its first listener.
+func startConfig(t *testing.T, src string) (*Instance, string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	root := filepath.Join(dir, "public")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "index.html"), []byte("<h1>home</h1>\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	src = strings.ReplaceAll(src, "PORT", fmt.Sprint(port))
+	path := filepath.Join(dir, "sluice.hcl")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := Start(InstanceOptions{Path: path, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = inst.Shutdown(ctx)
+	})
+	return inst, fmt.Sprintf("http://127.0.0.1:%d", port), path
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+const sitesConfig = `
+site "a.test" {
+  aliases = ["www.a.test"]
+  listen  = ["127.0.0.1:PORT"]
+  route "/" {
+    static { root = "./public" }
+  }
+  route "/hello" {
+    respond {
+      status = 200
+      body   = "hello from a"
+    }
+  }
+}
+site "b.test" {
+  listen = ["127.0.0.1:PORT"]
+  default = true
+  route "/" {
+    respond {
+      status = 203
+      body   = "b"
+    }
+  }
+}
+`
+
+func get(t *testing.T, url, host string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if host != "" {
+		req.Host = host
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestSitesAndRoutes(t *testing.T) {
+	_, base, _ := startConfig(t, sitesConfig)
+	cases := []struct {
+		host, path string
+		status     int
+		body       string
+	}{
+		{"a.test", "/", 200, "<h1>home</h1>\n"},
+		{"WWW.A.TEST:1234", "/hello", 200, "hello from a"},
+		{"a.test", "/hello/x", 200, "hello from a"},
+		{"a.test", "/hellox", 404, ""},
+		{"b.test", "/anything", 203, "b"},
+		{"unknown.test", "/", 203, "b"},
+	}
+	for _, c := range cases {
+		status, body := get(t, base+c.path, c.host)
+		if status != c.status || (c.body != "" && body != c.body) {
+			t.Errorf("%s%s: %d %q, want %d %q", c.host, c.path, status, body, c.status, c.body)
+		}
+	}
+}
+
+// raw sends a raw request and returns the status line.
+func raw(t *testing.T, addr, req string) string {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(c).ReadString('\n')
+	return strings.TrimSpace(line)
+}
+
+func TestHardening(t *testing.T) {
+	_, base, _ := startConfig(t, `
+listener "127.0.0.1:PORT" {
+  max_header_bytes = "4KiB"
+  max_request_body = "1KiB"
+}
+site "a.test" {
+  listen = ["127.0.0.1:PORT"]
+  route "/" {
+    respond { body = "ok" }
+  }
+}
+`)
+	addr := strings.TrimPrefix(base, "http://")
+	cases := []struct {
+		name, req, want string
+	}{
+		{"plain", "GET / HTTP/1.1\r\nHost: a.test\r\n\r\n", "HTTP/1.1 200 OK"},
+		{"header too large", "GET / HTTP/1.1\r\nHost: a.test\r\nX-Big: " + strings.Repeat("a", 5000) + "\r\n\r\n", "HTTP/1.1 431 Request Header Fields Too Large"},
+		{"CL and TE", "POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", "HTTP/1.1 400 Bad Request"},
+		{"TE and CL", "POST / HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\ncontent-length: 3\r\n\r\n3\r\nabc\r\n0\r\n\r\n", "HTTP/1.1 400 Bad Request"},
+		{"duplicate CL", "POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd", "HTTP/1.1 400 Bad Request"},
+		{"same CL twice", "POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc", "HTTP/1.1 400 Bad Request"},
+		{"bad TE", "POST / HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", "HTTP/1.1 400 Bad Request"},
+		{"no host", "GET / HTTP/1.1\r\n\r\n", "HTTP/1.1 400 Bad Request"},
+		{"two hosts", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", "HTTP/1.1 400 Bad Request"},
+		{"body too large", "POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 4096\r\n\r\n" + strings.Repeat("x", 4096), "HTTP/1.1 413 Request Entity Too Large"},
+		{"chunked ok", "POST / HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", "HTTP/1.1 200 OK"},
+	}
+	for _, c := range cases {
+		if got := raw(t, addr, c.req); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+func TestSlowClientTimedOut(t *testing.T) {
+	_, base, _ := startConfig(t, `
+listener "127.0.0.1:PORT" {
+  read_timeout = "300ms"
+  idle_timeout = "300ms"
+}
+site "a.test" {
+  listen = ["127.0.0.1:PORT"]
+  route "/" {
+    respond { body = "ok" }
+  }
+}
+`)
+	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// A slowloris client: half a request line, then nothing.
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a")
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	_, err = io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("connection not closed by the server: %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("slow client held the connection for %v", d)
+	}
+}
+
+func TestReloadKeepsServingOnBadConfig(t *testing.T) {
+	inst, base, path := startConfig(t, sitesConfig)
+	if err := os.WriteFile(path, []byte(`site "a.test" { listen = ["127.0.0.1:1"] route "/" { bogus {} } }`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := inst.Reload()
+	if _, ok := err.(*DiagnosticsError); !ok {
+		t.Fatalf("reload of a bad config: %v, want *DiagnosticsError", err)
+	}
+	if !strings.Contains(err.Error(), "sluice.hcl:1:") {
+		t.Errorf("diagnostics lack FILE:LINE: %s", err)
+	}
+	if status, body := get(t, base+"/hello", "a.test"); status != 200 || body != "hello from a" {
+		t.Fatalf("after a refused reload: %d %q", status, body)
+	}
+	// A good reload changes behaviour.
+	good := strings.ReplaceAll(sitesConfig, "hello from a", "hello again")
+	good = strings.ReplaceAll(good, "PORT", strings.TrimPrefix(base, "http://127.0.0.1:"))
+	if err := os.WriteFile(path, []byte(good), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := inst.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := get(t, base+"/hello", "a.test"); status != 200 || body != "hello again" {
+		t.Fatalf("after a reload: %d %q", status, body)
+	}
+}
+
+func TestDefaultConfigServesDirectory(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "index.html"), []byte("idx"), 0o644)
+	port := freePort(t)
+	inst, err := Start(InstanceOptions{Config: config.Default(dir, fmt.Sprintf("127.0.0.1:%d", port), false),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Shutdown(context.Background())
+	if status, body := get(t, fmt.Sprintf("http://127.0.0.1:%d/", port), "anything"); status != 200 || body != "idx" {
+		t.Fatalf("%d %q", status, body)
+	}
+}
