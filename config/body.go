@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -19,16 +20,34 @@ type decoder struct {
 	diags hcl.Diagnostics
 
 	filterNames []string
+	meta        map[*Site]*siteMeta
+	reported    map[string]bool
 }
 
 func (d *decoder) errorf(rng hcl.Range, summary, format string, args ...any) {
 	r := rng
+	detail := fmt.Sprintf(format, args...)
+	// Messages built from errors end in "%s."; don't double the stop.
+	for _, p := range []string{"?.", ")."} {
+		if strings.HasSuffix(detail, p) && strings.HasSuffix(format, "%s.") {
+			detail = detail[:len(detail)-1]
+		}
+	}
 	d.diags = append(d.diags, &hcl.Diagnostic{
 		Severity: hcl.DiagError,
 		Summary:  summary,
-		Detail:   fmt.Sprintf(format, args...),
+		Detail:   detail,
 		Subject:  &r,
 	})
+}
+
+// numText renders a number as written: integers without exponent.
+func numText(v cty.Value) string {
+	bf := v.AsBigFloat()
+	if bf.IsInt() && bf.MantExp(nil) <= 64 {
+		return bf.Text('f', 0)
+	}
+	return bf.Text('g', -1)
 }
 
 // resolve makes p absolute against the config file's directory.
@@ -47,6 +66,8 @@ type body struct {
 	def    hcl.Range // the block header, for "missing" problems
 	attrs  hcl.Attributes
 	blocks hcl.Blocks
+
+	unknown []string // attribute names in the body that the schema lacks
 }
 
 // content decodes b against the attribute names and block types allowed.
@@ -58,7 +79,15 @@ func (d *decoder) content(b hcl.Body, what string, def hcl.Range, attrs []string
 	}
 	c, diags := b.Content(schema)
 	d.diags = append(d.diags, diags...)
-	return &body{d: d, what: what, def: def, attrs: c.Attributes, blocks: c.Blocks}
+	out := &body{d: d, what: what, def: def, attrs: c.Attributes, blocks: c.Blocks}
+	if sb, ok := b.(*hclsyntax.Body); ok {
+		for name := range sb.Attributes {
+			if !contains(attrs, name) {
+				out.unknown = append(out.unknown, name)
+			}
+		}
+	}
+	return out
 }
 
 // blockType is a child block without labels; labeled is one with labels.
@@ -74,6 +103,14 @@ func (b *body) has(name string) bool { return b.attrs[name] != nil }
 func (b *body) require(names ...string) bool {
 	ok := true
 	for _, n := range names {
+		typo := false
+		for _, u := range b.unknown {
+			typo = typo || suggest(u, []string{n}) == n
+		}
+		if typo {
+			ok = false // reported as a misspelling, with a suggestion
+			continue
+		}
 		if !b.has(n) {
 			b.d.errorf(b.def, "Missing required argument", "The %s block needs %q.", b.what, n)
 			ok = false
@@ -224,7 +261,7 @@ func (b *body) integer(name string, dst *int, lo, hi int) bool {
 	bf := v.AsBigFloat()
 	i, acc := bf.Int64()
 	if acc != big.Exact || !bf.IsInt() {
-		b.d.errorf(b.rng(name), "Invalid number", "%q must be a whole number, not %s.", name, bf.Text('g', -1))
+		b.d.errorf(b.rng(name), "Invalid number", "%q must be a whole number, not %s.", name, numText(v))
 		return false
 	}
 	if i < int64(lo) || i > int64(hi) {
@@ -261,7 +298,7 @@ func (b *body) duration(name string, dst *time.Duration, positive bool) bool {
 		return false
 	}
 	if v.Type() == cty.Number {
-		n := v.AsBigFloat().Text('g', -1)
+		n := numText(v)
 		b.d.errorf(b.rng(name), "Invalid duration",
 			"%s = %s has no unit; write a string with one, like \"%ss\" or \"%sms\" (units: %s).", name, n, n, n, durationUnitList)
 		return false
@@ -290,7 +327,7 @@ func (b *body) size(name string, dst *int64) bool {
 		return false
 	}
 	if v.Type() == cty.Number {
-		n := v.AsBigFloat().Text('g', -1)
+		n := numText(v)
 		b.d.errorf(b.rng(name), "Invalid size",
 			"%s = %s has no unit; write a string with one, like \"%sKiB\" or \"%sB\" (units: %s).", name, n, n, n, sizeUnitList)
 		return false
@@ -320,9 +357,11 @@ func (b *body) strList(name string, dst *[]string) ([]hcl.Range, bool) {
 		b.typeError(name, "a list of strings, like [\"a\", \"b\"]", v)
 		return nil, false
 	}
-	var elems []hcl.Expression
+	var elems []hcl.Range
 	if tc, ok := b.attrs[name].Expr.(*hclsyntax.TupleConsExpr); ok {
-		elems = tc.Exprs
+		for _, e := range tc.Exprs {
+			elems = append(elems, e.Range())
+		}
 	}
 	out := []string{}
 	var ranges []hcl.Range
@@ -332,7 +371,7 @@ func (b *body) strList(name string, dst *[]string) ([]hcl.Range, bool) {
 		_, ev := it.Element()
 		r := b.rng(name)
 		if i < len(elems) && len(elems) == v.LengthInt() {
-			r = elems[i].Range()
+			r = elems[i]
 		}
 		if ev.IsNull() || ev.Type() != cty.String {
 			b.d.errorf(r, "Incorrect attribute value type", "Each element of %q must be a string, not %s.", name, typeName(ev.Type()))
@@ -402,7 +441,7 @@ func (b *body) keyRanges(name string) map[string]hcl.Range {
 		case cty.String:
 			m[kv.AsString()] = item.KeyExpr.Range()
 		case cty.Number:
-			m[kv.AsBigFloat().Text('f', -1)] = item.KeyExpr.Range()
+			m[numText(kv)] = item.KeyExpr.Range()
 		}
 	}
 	return m

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
@@ -62,7 +63,14 @@ func (d *decoder) config(b hcl.Body) *Config {
 			c.Sites = append(c.Sites, d.site(blk))
 		}
 	}
-	if len(c.Sites) == 0 {
+	unknownTop := false
+	if sb, ok := b.(*hclsyntax.Body); ok {
+		for _, blk := range sb.Blocks {
+			unknownTop = unknownTop || !contains([]string{"admin", "server", "listener", "telemetry", "filter", "site"}, blk.Type)
+		}
+	}
+	// A misspelt site block is reported already; "no site" would be noise.
+	if len(c.Sites) == 0 && !unknownTop {
 		d.diags = append(d.diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
 			Summary:  "No site",
@@ -391,7 +399,7 @@ func (d *decoder) tls(blk *hcl.Block, s *Site) *TLS {
 		}
 		t.ACME = a
 	} else if !b.has("cert") && !b.has("key") {
-		d.errorf(blk.DefRange, "tls without certificate", "tls needs cert and key, or an acme block, like tls { acme { email = \"ops@example.com\" } }.")
+		d.errorf(blk.DefRange, "TLS without certificate", "tls needs cert and key, or an acme block, like tls { acme { email = \"ops@example.com\" } }.")
 	}
 	b.oneOf("client_auth", &t.ClientAuth, "", "require", "verify_if_given")
 	d.file(b, "client_ca", &t.ClientCA)
@@ -446,7 +454,13 @@ func (d *decoder) route(blk *hcl.Block) *Route {
 		for i, name := range r.Filters {
 			switch {
 			case !contains(d.filterNames, name):
-				d.errorf(ranges[i], "Unknown filter", "No filter block is named %q.%s", name, didYouMean(name, d.filterNames))
+				hint := didYouMean(name, d.filterNames)
+				if hint == "" && len(d.filterNames) > 0 {
+					hint = " The filters defined are " + quoteJoin(d.filterNames, "and") + "."
+				} else if hint == "" {
+					hint = " Define it with a filter \"" + name + "\" { module = \"...\" } block."
+				}
+				d.errorf(ranges[i], "Unknown filter", "No filter block is named %q.%s", name, hint)
 			case seen[name]:
 				d.errorf(ranges[i], "Duplicate filter", "Filter %q is listed twice in this route.", name)
 			}
@@ -798,14 +812,15 @@ func (d *decoder) proxy(blk *hcl.Block) *Proxy {
 
 // checkUpstream reports what is wrong with an upstream URL.
 func checkUpstream(s string) error {
+	if !strings.Contains(s, "://") {
+		return fmt.Errorf("upstream %q has no scheme; write \"http://%s\"", s, s)
+	}
 	u, err := url.Parse(s)
 	if err != nil {
 		return fmt.Errorf("%q is not a URL; write one like \"http://127.0.0.1:9000\"", s)
 	}
 	switch u.Scheme {
 	case "http", "https", "h2c":
-	case "":
-		return fmt.Errorf("upstream %q has no scheme; write \"http://%s\"", s, s)
 	default:
 		return fmt.Errorf("upstream %q has scheme %q; use \"http\", \"https\" or \"h2c\"", s, u.Scheme)
 	}
@@ -841,7 +856,7 @@ func (d *decoder) rateLimit(blk *hcl.Block) *RateLimit {
 		if v, ok := b.value("rate"); ok {
 			switch v.Type() {
 			case cty.Number:
-				n := v.AsBigFloat().Text('g', -1)
+				n := numText(v)
 				d.errorf(b.rng("rate"), "Invalid rate", "rate = %s has no unit; write a string like \"%s/s\", \"%s/m\" or \"%s/h\".", n, n, n, n)
 			case cty.String:
 				if f, err := ParseRate(v.AsString()); err != nil {

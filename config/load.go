@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -46,17 +48,21 @@ func Parse(filename string, src []byte) (*Config, hcl.Diagnostics) {
 	if err != nil {
 		abs = filename
 	}
-	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos{Line: 1, Column: 1, Byte: 0})
+	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	d := &decoder{dir: filepath.Dir(abs), diags: diags}
+	if diags := checkNumbers(file.Body.(*hclsyntax.Body)); diags.HasErrors() {
+		return nil, diags
+	}
+	d := &decoder{dir: filepath.Dir(abs), diags: diags, meta: map[*Site]*siteMeta{}}
 	d.ctx = &hcl.EvalContext{Functions: map[string]function.Function{
 		"env":  envFunc,
 		"file": fileFunc(d.dir),
 	}}
 	c := d.config(file.Body)
 	c.File = abs
+	sortDiagnostics(d.diags)
 	if d.diags.HasErrors() {
 		return nil, d.diags
 	}
@@ -120,4 +126,50 @@ func ioReason(err error) string {
 		return pe.Err.Error()
 	}
 	return err.Error()
+}
+
+// sortDiagnostics orders diagnostics by file position, so that they read
+// top to bottom; those without a range come first.
+func sortDiagnostics(diags hcl.Diagnostics) {
+	slices.SortStableFunc(diags, func(a, b *hcl.Diagnostic) int {
+		switch {
+		case a.Subject == nil && b.Subject == nil:
+			return 0
+		case a.Subject == nil:
+			return -1
+		case b.Subject == nil:
+			return 1
+		}
+		if c := strings.Compare(a.Subject.Filename, b.Subject.Filename); c != 0 {
+			return c
+		}
+		return a.Subject.Start.Byte - b.Subject.Start.Byte
+	})
+}
+
+// maxExponent bounds the binary exponent of number literals (about 1e±1000).
+// Far larger ones are no setting's value, and printing them in full (as
+// converting a number to a string does) would take minutes.
+const maxExponent = 3400
+
+// checkNumbers reports number literals too large or too small to be
+// evaluated safely.
+func checkNumbers(body *hclsyntax.Body) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	hclsyntax.VisitAll(body, func(n hclsyntax.Node) hcl.Diagnostics {
+		lit, ok := n.(*hclsyntax.LiteralValueExpr)
+		if !ok || lit.Val.Type() != cty.Number || !lit.Val.IsKnown() || lit.Val.IsNull() {
+			return nil
+		}
+		if e := lit.Val.AsBigFloat().MantExp(nil); e > maxExponent || e < -maxExponent {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Number out of range",
+				Detail:   "This number is too large or too small for any setting.",
+				Subject:  lit.SrcRange.Ptr(),
+			})
+		}
+		return nil
+	})
+	return diags
 }

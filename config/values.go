@@ -50,14 +50,14 @@ func ParseSize(s string) (int64, error) {
 		}
 	}
 	if mult == 0 {
-		msg := fmt.Sprintf("unknown size unit %q in %q (units: %s)", unit, s, sizeUnitList)
+		hint := ""
 		for _, u := range sizeUnits {
 			if strings.EqualFold(u.name, unit) {
-				msg += fmt.Sprintf("; did you mean %q?", u.name)
+				hint = fmt.Sprintf("; did you mean %q?", num+u.name)
 				break
 			}
 		}
-		return 0, fmt.Errorf("%s", msg)
+		return 0, fmt.Errorf("unknown size unit %q in %q (units: %s)%s", unit, s, sizeUnitList, hint)
 	}
 	f, err := strconv.ParseFloat(num, 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
@@ -259,36 +259,45 @@ func didYouMean(s string, candidates []string) string {
 	return ""
 }
 
+// levenshtein is the optimal string alignment distance: insertions,
+// deletions, substitutions and transpositions of neighbours cost one.
 func levenshtein(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
 	}
 	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
 		for j := 1; j <= len(rb); j++ {
 			cost := 1
 			if ra[i-1] == rb[j-1] {
 				cost = 0
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
 	}
-	return prev[len(rb)]
+	return d[len(ra)][len(rb)]
 }
 
 func equalFold(a, b string) bool { return strings.EqualFold(a, b) }
 
 // quoteList renders names as `"a", "b" or "c"`.
-func quoteList(names []string) string {
+func quoteList(names []string) string { return quoteJoin(names, "or") }
+
+// quoteJoin renders names as `"a", "b" CONJ "c"`.
+func quoteJoin(names []string, conj string) string {
 	var b strings.Builder
 	for i, n := range names {
 		if i > 0 {
 			if i == len(names)-1 {
-				b.WriteString(" or ")
+				b.WriteString(" " + conj + " ")
 			} else {
 				b.WriteString(", ")
 			}

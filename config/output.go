@@ -1,0 +1,238 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+)
+
+// redacted replaces secrets in Redacted's copy.
+const redacted = "(redacted)"
+
+// Redacted returns a deep copy of c with secrets replaced by "(redacted)":
+//   - Admin.Token;
+//   - every Filter.Config other than "{}" and "null", whole (the copy holds
+//     the JSON string "(redacted)"), since a value that came from env() or
+//     file() cannot be told apart once evaluated;
+//   - every value of Telemetry.Traces.Headers, and any user info in its
+//     Endpoint;
+//   - the values of headers that commonly carry credentials (names holding
+//     "auth", "token", "key", "secret", "password", "cookie" or
+//     "session", any case) in proxy header_up/header_down, respond and
+//     static headers.
+//
+// File paths (certificate keys included) are not secrets and stay.
+func (c *Config) Redacted() *Config {
+	r := deepCopy(reflect.ValueOf(c)).Interface().(*Config)
+	if r.Admin != nil && r.Admin.Token != "" {
+		r.Admin.Token = redacted
+	}
+	for _, f := range r.Filters {
+		if s := string(bytes.TrimSpace(f.Config)); s != "" && s != "{}" && s != "null" {
+			f.Config = json.RawMessage(`"` + redacted + `"`)
+		}
+	}
+	if t := r.Telemetry.Traces; t != nil {
+		for k := range t.Headers {
+			t.Headers[k] = redacted
+		}
+		if u, err := url.Parse(t.Endpoint); err == nil && u.User != nil {
+			t.Endpoint = u.Redacted()
+		}
+	}
+	for _, s := range r.Sites {
+		for _, rt := range s.Routes {
+			if p := rt.Proxy; p != nil {
+				for _, ops := range []*HeaderOps{p.HeaderUp, p.HeaderDown} {
+					if ops != nil {
+						redactHeaders(ops.Set)
+						redactHeaders(ops.Add)
+					}
+				}
+			}
+			if rt.Respond != nil {
+				redactHeaders(rt.Respond.Headers)
+			}
+			if rt.Static != nil {
+				redactHeaders(rt.Static.Headers)
+			}
+		}
+	}
+	return r
+}
+
+func redactHeaders(h map[string]string) {
+	for k := range h {
+		l := strings.ToLower(k)
+		for _, w := range []string{"auth", "token", "key", "secret", "password", "cookie", "session"} {
+			if strings.Contains(l, w) {
+				h[k] = redacted
+				break
+			}
+		}
+	}
+}
+
+// deepCopy copies v and everything it points to.
+func deepCopy(v reflect.Value) reflect.Value {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return reflect.Zero(v.Type())
+		}
+		n := reflect.New(v.Type().Elem())
+		n.Elem().Set(deepCopy(v.Elem()))
+		return n
+	case reflect.Struct:
+		n := reflect.New(v.Type()).Elem()
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).IsExported() {
+				n.Field(i).Set(deepCopy(v.Field(i)))
+			}
+		}
+		return n
+	case reflect.Slice:
+		if v.IsNil() {
+			return reflect.Zero(v.Type())
+		}
+		n := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		for i := 0; i < v.Len(); i++ {
+			n.Index(i).Set(deepCopy(v.Index(i)))
+		}
+		return n
+	case reflect.Map:
+		if v.IsNil() {
+			return reflect.Zero(v.Type())
+		}
+		n := reflect.MakeMapWithSize(v.Type(), v.Len())
+		for it := v.MapRange(); it.Next(); {
+			n.SetMapIndex(deepCopy(it.Key()), deepCopy(it.Value()))
+		}
+		return n
+	}
+	return v
+}
+
+// JSON returns the effective config as indented JSON: every setting with
+// its default filled in, names as in HCL, durations as strings ("30s"),
+// sizes in bytes, fields in declaration order and map keys sorted, so the
+// output is deterministic. Source ranges are left out. Call it on
+// Redacted() before showing it to anyone.
+func (c *Config) JSON() ([]byte, error) {
+	var buf bytes.Buffer
+	if err := encodeJSON(&buf, reflect.ValueOf(c)); err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, buf.Bytes(), "", "  "); err != nil {
+		return nil, err
+	}
+	out.WriteByte('\n')
+	return out.Bytes(), nil
+}
+
+var (
+	durationType = reflect.TypeFor[time.Duration]()
+	rawType      = reflect.TypeFor[json.RawMessage]()
+)
+
+func encodeJSON(b *bytes.Buffer, v reflect.Value) error {
+	switch v.Type() {
+	case durationType:
+		return encodeLeaf(b, time.Duration(v.Int()).String())
+	case rawType:
+		raw := bytes.TrimSpace(v.Bytes())
+		if len(raw) == 0 {
+			raw = []byte("null")
+		}
+		if !json.Valid(raw) {
+			return fmt.Errorf("config: invalid JSON in raw value")
+		}
+		b.Write(raw)
+		return nil
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			b.WriteString("null")
+			return nil
+		}
+		return encodeJSON(b, v.Elem())
+	case reflect.Struct:
+		b.WriteByte('{')
+		first := true
+		for i := 0; i < v.NumField(); i++ {
+			f := v.Type().Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if !f.IsExported() || name == "-" {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if !first {
+				b.WriteByte(',')
+			}
+			first = false
+			if err := encodeLeaf(b, name); err != nil {
+				return err
+			}
+			b.WriteByte(':')
+			if err := encodeJSON(b, v.Field(i)); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+		return nil
+	case reflect.Slice:
+		b.WriteByte('[')
+		for i := 0; i < v.Len(); i++ {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := encodeJSON(b, v.Index(i)); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+		return nil
+	case reflect.Map:
+		keys := v.MapKeys()
+		slices.SortFunc(keys, func(x, y reflect.Value) int {
+			if x.Kind() == reflect.String {
+				return strings.Compare(x.String(), y.String())
+			}
+			return int(x.Int() - y.Int())
+		})
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := encodeLeaf(b, fmt.Sprint(k.Interface())); err != nil {
+				return err
+			}
+			b.WriteByte(':')
+			if err := encodeJSON(b, v.MapIndex(k)); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+		return nil
+	}
+	return encodeLeaf(b, v.Interface())
+}
+
+func encodeLeaf(b *bytes.Buffer, x any) error {
+	j, err := json.Marshal(x)
+	if err != nil {
+		return err
+	}
+	b.Write(j)
+	return nil
+}

@@ -1,0 +1,9 @@
+site "*" {
+listen=[":8080"]
+    route "/" {
+  static {
+        root="public"
+   browse   =   true
+  }
+    }
+}

@@ -1,0 +1,10 @@
+site "*" {
+  tls {
+    acme {
+      email = "ops@example.com"
+    }
+  }
+  route "/" {
+    respond {}
+  }
+}

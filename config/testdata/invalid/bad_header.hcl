@@ -1,0 +1,7 @@
+site "*" {
+  route "/" {
+    respond {
+      headers = { "Bad Header" = "x" }
+    }
+  }
+}

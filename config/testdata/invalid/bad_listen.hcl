@@ -1,0 +1,6 @@
+site "*" {
+  listen = ["8080", "localhost"]
+  route "/" {
+    respond {}
+  }
+}

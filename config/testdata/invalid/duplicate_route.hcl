@@ -1,0 +1,13 @@
+site "*" {
+  route "/api/" {
+    respond {
+      body = "one"
+    }
+  }
+
+  route "/api/" {
+    respond {
+      body = "two"
+    }
+  }
+}

@@ -1,0 +1,11 @@
+site "example.com" {
+  route "/" {
+    respond {}
+  }
+}
+
+site "Example.COM" {
+  route "/" {
+    respond {}
+  }
+}

@@ -1,0 +1,9 @@
+server {
+  shutdown_timeout = "30"
+}
+
+site "*" {
+  route "/" {
+    respond {}
+  }
+}

@@ -1,0 +1,3 @@
+site "example.com" {
+  listen = [":8080"]
+}

@@ -1,0 +1,9 @@
+admin {
+  token = env("SLUICE_TEST_UNSET")
+}
+
+site "*" {
+  route "/" {
+    respond {}
+  }
+}

@@ -1,0 +1,8 @@
+site "*" {
+  route "/" {
+    static {
+      root     = "."
+      fallback = "/index.html"
+    }
+  }
+}

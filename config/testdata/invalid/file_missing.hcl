@@ -1,0 +1,7 @@
+site "*" {
+  route "/" {
+    respond {
+      body = file("missing.txt")
+    }
+  }
+}

@@ -1,0 +1,7 @@
+site "*" {
+  route "/" {
+    static {
+      root = "./public-does-not-exist"
+    }
+  }
+}

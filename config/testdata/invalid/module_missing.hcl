@@ -1,0 +1,10 @@
+filter "auth" {
+  module = "filters/missing.wasm"
+}
+
+site "*" {
+  route "/" {
+    filters = ["auth"]
+    respond {}
+  }
+}

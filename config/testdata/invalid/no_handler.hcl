@@ -1,0 +1,5 @@
+site "*" {
+  route "/" {
+    filters = []
+  }
+}

@@ -1,0 +1,7 @@
+site "*" {
+  route "/" {
+    proxy {
+      balance = "random_two"
+    }
+  }
+}

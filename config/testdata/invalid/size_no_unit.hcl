@@ -1,0 +1,8 @@
+site "*" {
+  route "/" {
+    static {
+      root              = "."
+      compress_min_size = "1024"
+    }
+  }
+}

@@ -1,0 +1,6 @@
+site "*" {
+  route "/" {
+    static {
+      root = "."
+    }
+  }

@@ -1,0 +1,8 @@
+site "example.com" {
+  tls {
+    cert = "afile.txt"
+  }
+  route "/" {
+    respond {}
+  }
+}

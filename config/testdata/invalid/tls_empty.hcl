@@ -1,0 +1,6 @@
+site "example.com" {
+  tls {}
+  route "/" {
+    respond {}
+  }
+}

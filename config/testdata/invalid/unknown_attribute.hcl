@@ -1,0 +1,7 @@
+site "*" {
+  route "/" {
+    static {
+      rooot = "."
+    }
+  }
+}

@@ -1,0 +1,7 @@
+sites "example.com" {
+  route "/" {
+    static {
+      root = "."
+    }
+  }
+}

@@ -1,0 +1,9 @@
+site "*" {
+  route "/" {
+    static {
+      root   = "."
+      browse = "yes"
+      index  = "index.html"
+    }
+  }
+}

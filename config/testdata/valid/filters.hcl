@@ -1,0 +1,44 @@
+/* Filters: config values of every shape, env() with a default, file(),
+   memory rounded up to whole Wasm pages, pools, filter chains. */
+filter "auth" {
+  module = "filters/keyauth.wasm"
+  config = {
+    header  = "X-Api-Key"
+    keys    = [env("SLUICE_TEST_UNSET_KEY", "dev-key")]
+    banner  = file("banner.txt")
+    limits  = { per_key = 10, strict = true }
+    missing = null
+  }
+  timeout = "5ms"
+  memory  = "100KiB" # rounded up to 128KiB, two pages
+
+  pool {
+    size = 4
+  }
+}
+
+filter "headers" {
+  module = "filters/headers.wasm"
+}
+
+filter "empty" {
+  module = "filters/headers.wasm"
+  config = {}
+  memory = "1GiB"
+}
+
+site "*" {
+  route "/api/" {
+    filters = ["auth", "headers"]
+    proxy {
+      upstreams = ["http://127.0.0.1:9000"]
+    }
+  }
+
+  route "/" {
+    filters = ["headers"]
+    static {
+      root = "public"
+    }
+  }
+}

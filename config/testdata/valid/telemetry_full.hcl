@@ -1,0 +1,28 @@
+// Every telemetry setting.
+telemetry {
+  service_name = "edge-eu-1"
+
+  traces {
+    endpoint     = "https://otel.example.com:4317"
+    protocol     = "grpc"
+    headers      = { "x-honeycomb-team" = "not-a-real-key" }
+    sample_ratio = 0.25
+  }
+
+  metrics {
+    prometheus = false
+  }
+
+  access_log {
+    format = "clf"
+    output = "logs/access.log"
+  }
+}
+
+site "*" {
+  route "/" {
+    static {
+      root = "public"
+    }
+  }
+}
