@@ -21,7 +21,8 @@ type Deps struct {
 	// Filters builds the filter chain of a route; nil when the config has
 	// no filters. It is given the route's filter names in order.
 	Filters func(names []string, next exchange.Handler) (exchange.Handler, error)
-	// Proxy builds a proxy handler; nil means proxy routes are refused.
+	// Proxy, when set, replaces the built-in proxy handler (tests use it
+	// to put a known handler behind a proxy route).
 	Proxy func(p *config.Proxy, routePath string) (exchange.Handler, func() error, error)
 	// Wrap, when set, wraps every route handler (metrics, access log).
 	Wrap func(site, route string, h exchange.Handler) exchange.Handler
@@ -30,18 +31,17 @@ type Deps struct {
 // Build turns a checked config into a generation: one route table per
 // listener, every handler constructed. Nothing here runs on the request
 // path. On error, everything built so far is closed.
-func Build(cfg *config.Config, d Deps) (g *Generation, err error) {
+func Build(cfg *config.Config, d Deps) (_ *Generation, err error) {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	g = &Generation{Tables: map[string]*route.Table{}, Grace: cfg.Server.ShutdownTimeout, Info: cfg}
+	g := &Generation{Tables: map[string]*route.Table{}, Grace: cfg.Server.ShutdownTimeout, Info: cfg}
 	if g.Grace <= 0 {
 		g.Grace = 30e9
 	}
 	defer func() {
 		if err != nil {
 			g.close(d.Log)
-			g = nil
 		}
 	}()
 	sitesByAddr := map[string][]*route.Site{}
@@ -80,7 +80,12 @@ func Build(cfg *config.Config, d Deps) (g *Generation, err error) {
 			MaxHeaderBytes:    l.MaxHeaderBytes,
 			MaxRequestBody:    l.MaxRequestBody,
 			MaxConns:          l.MaxConns,
+			TLS:               l.TLS,
+			H2C:               l.H2C,
 		})
+	}
+	if err := buildTLS(cfg, g, d.Log); err != nil {
+		return nil, err
 	}
 	return g, nil
 }
@@ -96,6 +101,11 @@ func buildSite(cfg *config.Config, s *config.Site, d Deps, g *Generation) (*rout
 		if err != nil {
 			return nil, fmt.Errorf("site %q: route %q: %w", s.Name, r.Path, err)
 		}
+		inner, outer, err := gatewayFor(r)
+		if err != nil {
+			return nil, fmt.Errorf("site %q: route %q: %w", s.Name, r.Path, err)
+		}
+		h = inner(h)
 		if len(r.Filters) > 0 {
 			if d.Filters == nil {
 				return nil, fmt.Errorf("site %q: route %q: filters are not available", s.Name, r.Path)
@@ -104,6 +114,7 @@ func buildSite(cfg *config.Config, s *config.Site, d Deps, g *Generation) (*rout
 				return nil, fmt.Errorf("site %q: route %q: %w", s.Name, r.Path, err)
 			}
 		}
+		h = outer(h)
 		if len(pages) > 0 {
 			h = errorPages{next: h, pages: pages}
 		}
@@ -149,10 +160,7 @@ func buildRoute(r *config.Route, d Deps, g *Generation) (exchange.Handler, error
 		}
 		g.Closers = append(g.Closers, h.Close)
 		return h, nil
-	case r.Proxy != nil:
-		if d.Proxy == nil {
-			return nil, errors.New("proxy is not available")
-		}
+	case r.Proxy != nil && d.Proxy != nil:
 		h, closer, err := d.Proxy(r.Proxy, r.Path)
 		if err != nil {
 			return nil, err
@@ -160,6 +168,13 @@ func buildRoute(r *config.Route, d Deps, g *Generation) (exchange.Handler, error
 		if closer != nil {
 			g.Closers = append(g.Closers, closer)
 		}
+		return h, nil
+	case r.Proxy != nil:
+		h, err := newProxy(r.Proxy, r.Path, d.Log)
+		if err != nil {
+			return nil, err
+		}
+		g.Closers = append(g.Closers, h.Close)
 		return h, nil
 	case r.Respond != nil:
 		return newRespond(r.Respond), nil

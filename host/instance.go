@@ -7,18 +7,24 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/runtime"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Instance is a running sluice: a server, the config it runs, and what
 // reloads it. The CLI makes one; so do the examples' tests.
 type Instance struct {
-	log  *slog.Logger
-	srv  *Server
-	path string // "" when started from an in-memory config
-	deps Deps
+	log   *slog.Logger
+	srv   *Server
+	path  string // "" when started from an in-memory config
+	deps  Deps
+	delay time.Duration   // InstanceOptions.ShutdownDelay
+	tel   *telemetry      // metrics, traces, access log, admin API
+	wasm  *runtime.Engine // created with the first filter; outlives generations
 
 	cfg    atomic.Pointer[config.Config]
 	reload sync.Mutex // one reload at a time; never taken on the request path
@@ -33,6 +39,10 @@ type InstanceOptions struct {
 	Config *config.Config
 	// Log receives server events; nil means slog.Default().
 	Log *slog.Logger
+	// ShutdownDelay is how long Shutdown reports not-ready (/readyz 503)
+	// before it stops accepting, so load balancers stop sending first.
+	// Zero means no delay.
+	ShutdownDelay time.Duration
 }
 
 // DiagnosticsError is a config that did not load: its problems, and the
@@ -52,7 +62,7 @@ func Start(o InstanceOptions) (*Instance, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	i := &Instance{log: o.Log, srv: NewServer(o.Log), path: o.Path}
+	i := &Instance{log: o.Log, srv: NewServer(o.Log), path: o.Path, delay: o.ShutdownDelay}
 	cfg := o.Config
 	if o.Path != "" {
 		var err error
@@ -63,8 +73,19 @@ func Start(o InstanceOptions) (*Instance, error) {
 	if cfg == nil {
 		return nil, errors.New("host: no config")
 	}
+	tel, err := newTelemetry(cfg, o.Log)
+	if err != nil {
+		return nil, err
+	}
+	i.tel = tel
 	i.deps = i.newDeps()
 	if err := i.apply(cfg); err != nil {
+		_ = tel.close(context.Background())
+		return nil, err
+	}
+	if err := tel.startAdmin(i); err != nil {
+		_ = i.srv.Shutdown(context.Background())
+		_ = tel.close(context.Background())
 		return nil, err
 	}
 	return i, nil
@@ -79,14 +100,23 @@ func load(path string) (*config.Config, error) {
 }
 
 func (i *Instance) newDeps() Deps {
-	return Deps{Log: i.log}
+	return Deps{Log: i.log, Wrap: i.tel.wrap}
 }
 
 func (i *Instance) apply(cfg *config.Config) error {
-	g, err := Build(cfg, i.deps)
+	filters, closeFilters, err := i.buildFilters(cfg)
 	if err != nil {
 		return err
 	}
+	d := i.deps
+	d.Filters = chainFor(filters)
+	g, err := Build(cfg, d)
+	if err != nil {
+		closeFilters()
+		return err
+	}
+	g.Closers = append(g.Closers, closeFilters)
+	g.Filters = filters
 	if err := i.srv.Apply(g); err != nil {
 		g.close(i.log)
 		return err
@@ -95,12 +125,32 @@ func (i *Instance) apply(cfg *config.Config) error {
 	return nil
 }
 
+// FilterStats reports the filters of the serving generation (admin
+// /filters).
+func (i *Instance) FilterStats() []runtime.FilterStats {
+	g := i.srv.Current()
+	if g == nil {
+		return nil
+	}
+	out := make([]runtime.FilterStats, 0, len(g.Filters))
+	for _, fc := range i.cfg.Load().Filters {
+		if f, ok := g.Filters[fc.Name]; ok {
+			out = append(out, f.Stats())
+		}
+	}
+	return out
+}
+
+func (i *Instance) tracerProvider() trace.TracerProvider { return i.tel.tracerProvider() }
+func (i *Instance) filterObserver() runtime.Observer     { return i.tel.filterObserver() }
+
 // Reload reads the config file again and swaps in a new generation. On
 // any problem the running generation keeps serving and the error says why
 // (a *DiagnosticsError for config problems).
-func (i *Instance) Reload() error {
+func (i *Instance) Reload() (err error) {
 	i.reload.Lock()
 	defer i.reload.Unlock()
+	defer func() { i.tel.reloaded(err) }()
 	cfg := i.cfg.Load()
 	if i.path != "" {
 		var err error
@@ -113,6 +163,7 @@ func (i *Instance) Reload() error {
 		i.log.Error("reload failed; the running config keeps serving", "error", err)
 		return fmt.Errorf("reload: %w", err)
 	}
+	i.tel.applied(cfg)
 	i.log.Info("reloaded", "file", i.path)
 	return nil
 }
@@ -125,5 +176,9 @@ func (i *Instance) Server() *Server { return i.srv }
 
 // Shutdown drains and stops the instance.
 func (i *Instance) Shutdown(ctx context.Context) error {
-	return i.srv.Shutdown(ctx)
+	err := i.tel.shutdown(ctx, i.delay, i.srv.Shutdown)
+	if i.wasm != nil {
+		err = errors.Join(err, i.wasm.Close(ctx))
+	}
+	return err
 }

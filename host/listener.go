@@ -3,6 +3,7 @@ package host
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -10,10 +11,13 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/tlsconf"
 	"github.com/valyala/fasthttp"
+	"golang.org/x/crypto/acme"
 )
 
 // ListenerOptions are the settings of one listening address. Zero values
@@ -27,18 +31,40 @@ type ListenerOptions struct {
 	MaxHeaderBytes    int64
 	MaxRequestBody    int64
 	MaxConns          int
+	// TLS terminates TLS here; certificates and policies come from the
+	// current generation's tlsconf.Table for the address. One TLS
+	// listener serves HTTP/1.1 (fasthttp) and HTTP/2 (net/http), chosen
+	// by ALPN.
+	TLS bool
+	// H2C serves cleartext HTTP/2 with prior knowledge on a plain
+	// listener: connections that open with the HTTP/2 preface go to
+	// net/http, the rest to fasthttp.
+	H2C bool
 }
 
 // listener is one listening socket and the engines behind it. It
 // outlives generations: the engines ask the server for the current
-// generation on every request.
+// generation on every request, and the TLS handshake asks it for the
+// certificates.
+//
+// A plain listener without h2c hands its socket straight to fasthttp.
+// Otherwise an accept loop looks at each connection first (the TLS
+// handshake and its ALPN protocol, or the first bytes for the HTTP/2
+// preface) and queues it to the engine that speaks its protocol.
 type listener struct {
+	srv  *Server
 	opts ListenerOptions
-	ln   net.Listener
+	ln   net.Listener // the bound socket; Close stops every engine's accepting
+	raw  net.Listener
 	fast *fasthttp.Server
-	std  *http.Server // HTTP/2 (with TLS) and h2c; nil until needed
-	done chan struct{}
-	log  *slog.Logger
+	std  *http.Server // HTTP/2 (ALPN h2, or h2c prior knowledge); nil when neither
+	// toFast and toStd receive the connections the accept loop sorted;
+	// nil when fasthttp serves the socket itself.
+	toFast, toStd *connQueue
+	base          *tls.Config // nil on plain listeners
+	handshake     time.Duration
+	done          chan struct{} // closed when every serve loop has returned
+	log           *slog.Logger
 }
 
 // addrOf returns the network address to bind for a configured address:
@@ -46,32 +72,27 @@ type listener struct {
 func addrOf(a string) string { return a }
 
 func (s *Server) openListener(o ListenerOptions) (*listener, error) {
-	ln, err := net.Listen("tcp", addrOf(o.Address))
+	raw, err := net.Listen("tcp", addrOf(o.Address))
 	if err != nil {
 		return nil, fmt.Errorf("listener %q: %w", o.Address, err)
 	}
-	l := &listener{opts: o, ln: ln, done: make(chan struct{}), log: s.log}
+	l := &listener{srv: s, opts: o, raw: raw, done: make(chan struct{}), log: s.log}
+	var ln net.Listener = raw
+	if o.MaxConns > 0 {
+		ln = newLimitListener(raw, o.MaxConns)
+	}
+	l.handshake = o.ReadHeaderTimeout
+	if l.handshake <= 0 {
+		l.handshake = o.ReadTimeout
+	}
+	if l.handshake <= 0 {
+		l.handshake = 10 * time.Second
+	}
+
 	h := s.dispatch(o.Address)
-	fast := exchange.Fast(h, s.renderError, false)
+	fast := exchange.Fast(h, s.renderError, o.TLS)
 	l.fast = &fasthttp.Server{
-		Handler: func(ctx *fasthttp.RequestCtx) {
-			switch cl := ctx.Request.Header.ContentLength(); {
-			case cl == -1 && smuggled(ctx.Request.Header.RawHeaders()):
-				l.engineError(ctx, errConflictingFraming)
-				return
-			case o.MaxRequestBody > 0 && int64(cl) > o.MaxRequestBody:
-				// With StreamRequestBody the engine's own limit only
-				// decides when to stream, so the declared size is checked
-				// here, and a chunked body is cut off while it is read.
-				l.engineError(ctx, fasthttp.ErrBodyTooLarge)
-				return
-			case cl == -1 && o.MaxRequestBody > 0:
-				if body := ctx.RequestBodyStream(); body != nil {
-					ctx.Request.SetBodyStream(&limitedBody{r: body, n: o.MaxRequestBody}, -1)
-				}
-			}
-			fast(ctx)
-		},
+		Handler:                      l.fastHandler(fast),
 		ErrorHandler:                 l.engineError,
 		Name:                         "sluice",
 		NoDefaultContentType:         true,
@@ -88,14 +109,287 @@ func (s *Server) openListener(o ListenerOptions) (*listener, error) {
 		Logger:                       fastLogger{s.log},
 		StreamRequestBody:            true,
 	}
-	go func() {
-		defer close(l.done)
-		if err := l.fast.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) {
-			s.log.Error("listener stopped", "address", o.Address, "error", err)
+	if o.TLS || o.H2C {
+		l.std = l.newStd(exchange.Std(h, s.renderError))
+		l.toFast, l.toStd = newConnQueue(raw.Addr()), newConnQueue(raw.Addr())
+	}
+	if o.TLS {
+		l.base = &tls.Config{
+			GetConfigForClient: l.tlsConfig,
+			NextProtos:         tlsconf.DefaultNextProtos,
+			MinVersion:         tls.VersionTLS12,
 		}
+	}
+	l.ln = &rootListener{Listener: ln, close: l.closeQueues}
+
+	var wg sync.WaitGroup
+	serve := func(name string, fn func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, http.ErrServerClosed) {
+				s.log.Error("listener stopped", "address", o.Address, "engine", name, "error", err)
+			}
+		}()
+	}
+	if l.toFast == nil {
+		serve("fasthttp", func() error { return l.fast.Serve(l.ln) })
+	} else {
+		serve("fasthttp", func() error { return l.fast.Serve(l.toFast) })
+		serve("net/http", func() error { return l.std.Serve(l.toStd) })
+		serve("accept", l.acceptLoop)
+	}
+	go func() {
+		wg.Wait()
+		close(l.done)
 	}()
-	s.log.Info("listening", "address", ln.Addr().String())
+	s.log.Info("listening", "address", raw.Addr().String(), "tls", o.TLS, "h2c", o.H2C)
 	return l, nil
+}
+
+// newStd configures net/http for the HTTP/2 connections of this
+// listener, with the listener's limits.
+func (l *listener) newStd(h http.Handler) *http.Server {
+	o := l.opts
+	srv := &http.Server{
+		Handler:           l.stdHandler(h),
+		ReadTimeout:       o.ReadTimeout,
+		ReadHeaderTimeout: o.ReadHeaderTimeout,
+		WriteTimeout:      o.WriteTimeout,
+		IdleTimeout:       o.IdleTimeout,
+		MaxHeaderBytes:    int(o.MaxHeaderBytes),
+		ErrorLog:          slog.NewLogLogger(l.log.Handler(), slog.LevelDebug),
+		HTTP2: &http.HTTP2Config{
+			MaxConcurrentStreams: 250,
+			// The RFC's default frame size. net/http advertises 1 MiB,
+			// but frames travel in TLS records of at most 16 KiB anyway,
+			// and h2spec checks that a larger HEADERS frame is refused.
+			MaxReadFrameSize: 16 << 10,
+		},
+	}
+	var p http.Protocols
+	if o.TLS {
+		p.SetHTTP2(true)
+	} else {
+		p.SetUnencryptedHTTP2(true)
+	}
+	srv.Protocols = &p
+	return srv
+}
+
+// acceptLoop sorts connections to the engines: after the TLS handshake by
+// ALPN protocol, or on a plain h2c listener by the first bytes. Each
+// connection is looked at in its own goroutine so that a slow client
+// cannot hold up the others.
+func (l *listener) acceptLoop() error {
+	var delay time.Duration
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				// Out of file descriptors and the like: back off.
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		if l.base != nil {
+			go l.sortTLS(c)
+		} else {
+			go l.sortPlain(c)
+		}
+	}
+}
+
+func (l *listener) sortTLS(c net.Conn) {
+	tc := tls.Server(c, l.base)
+	_ = c.SetDeadline(time.Now().Add(l.handshake))
+	if err := tc.Handshake(); err != nil {
+		l.log.Debug("tls handshake failed", "address", l.opts.Address, "remote", c.RemoteAddr().String(), "error", err)
+		_ = c.Close()
+		return
+	}
+	_ = c.SetDeadline(time.Time{})
+	switch tc.ConnectionState().NegotiatedProtocol {
+	case "h2":
+		l.toStd.put(tc)
+	case acme.ALPNProto:
+		// A TLS-ALPN-01 validation: the handshake was the answer.
+		_ = tc.Close()
+	default: // "http/1.1", or no ALPN
+		l.toFast.put(tc)
+	}
+}
+
+// h2Preface is what an HTTP/2 client sends first (RFC 9113, 3.4).
+const h2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+func (l *listener) sortPlain(c net.Conn) {
+	pc := &peekedConn{Conn: c}
+	_ = c.SetReadDeadline(time.Now().Add(l.handshake))
+	h2, err := pc.sniff(h2Preface)
+	_ = c.SetReadDeadline(time.Time{})
+	if err != nil && len(pc.buf) == 0 {
+		_ = c.Close()
+		return
+	}
+	if h2 {
+		l.toStd.put(pc)
+	} else {
+		l.toFast.put(pc)
+	}
+}
+
+// tlsConfig picks the TLS settings for a handshake: an ACME challenge,
+// or the site the client named in the current generation.
+func (l *listener) tlsConfig(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+	if c, ok := tlsconf.ChallengeConfig(hello); ok {
+		return c, nil
+	}
+	if t := l.srv.tlsTable(l.opts.Address); t != nil {
+		return t.GetConfigForClient(hello)
+	}
+	return nil, errNoCertificate
+}
+
+var errNoCertificate = errors.New("no certificate configured for this address")
+
+var (
+	challengePrefix = []byte(tlsconf.ChallengePrefix)
+	hstsHeader      = "Strict-Transport-Security"
+)
+
+// fastHandler runs in front of the fasthttp adapter: the framing check,
+// ACME HTTP-01 answers on plain listeners (before any redirect), and on
+// TLS listeners the site's TLS policy (misdirected requests, the client
+// identity header, HSTS). A request spoofing an identity header loses it.
+func (l *listener) fastHandler(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	maxBody := int(l.opts.MaxRequestBody)
+	return func(ctx *fasthttp.RequestCtx) {
+		switch n := ctx.Request.Header.ContentLength(); {
+		case n == -1 && smuggled(ctx.Request.Header.RawHeaders()):
+			l.engineError(ctx, errConflictingFraming)
+			return
+		case maxBody > 0 && n > maxBody:
+			// With StreamRequestBody, fasthttp streams an oversized body
+			// instead of refusing it: refuse it here, before a handler
+			// reads a byte.
+			l.engineError(ctx, fasthttp.ErrBodyTooLarge)
+			return
+		}
+		tg := l.srv.tlsGen()
+		if tg != nil {
+			for _, name := range tg.strip {
+				ctx.Request.Header.Del(name)
+			}
+		}
+		if !l.opts.TLS {
+			if uri := ctx.Request.Header.RequestURI(); bytes.HasPrefix(uri, challengePrefix) {
+				if key, ok := tlsconf.HTTPChallenge(string(ctx.Host()), string(uri)); ok {
+					ctx.SetStatusCode(fasthttp.StatusOK)
+					ctx.SetContentType("text/plain")
+					ctx.SetBody(key)
+					return
+				}
+			}
+			next(ctx)
+			return
+		}
+		t := tg.table(l.opts.Address)
+		if t == nil || !t.PerRequest() {
+			next(ctx)
+			return
+		}
+		p := t.Lookup(ctx.Host())
+		if p.ClientAuth != tlsconf.NoClientCert || p.ClientCertHeader != "" {
+			cs := ctx.TLSConnectionState()
+			if cs == nil {
+				next(ctx)
+				return
+			}
+			if p.ClientAuth != tlsconf.NoClientCert && t.ForServerName(cs.ServerName) != p {
+				misdirected(ctx)
+				return
+			}
+			if p.ClientCertHeader != "" {
+				if id := tlsconf.Identity(cs); id != "" {
+					ctx.Request.Header.Set(p.ClientCertHeader, id)
+				}
+			}
+		}
+		next(ctx)
+		if p.HSTS != "" && ctx.Response.Header.Peek(hstsHeader) == nil {
+			ctx.Response.Header.Set(hstsHeader, p.HSTS)
+		}
+	}
+}
+
+func misdirected(ctx *fasthttp.RequestCtx) {
+	ctx.Response.Reset()
+	ctx.SetStatusCode(fasthttp.StatusMisdirectedRequest)
+	ctx.SetContentType("text/plain; charset=utf-8")
+	ctx.SetBodyString("misdirected request: this host needs its own TLS connection\n")
+}
+
+// stdHandler is fastHandler for net/http (HTTP/2): the same policy, and
+// the listener's request body limit, which net/http does not have.
+func (l *listener) stdHandler(next http.Handler) http.Handler {
+	max := l.opts.MaxRequestBody
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if max > 0 && r.Body != nil && r.Body != http.NoBody {
+			if r.ContentLength > max {
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+				w.Header().Set("Connection", "close")
+				w.WriteHeader(http.StatusRequestEntityTooLarge)
+				_, _ = w.Write([]byte("request body too large\n"))
+				return
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, max)
+		}
+		tg := l.srv.tlsGen()
+		if tg != nil {
+			for _, name := range tg.strip {
+				r.Header.Del(name)
+			}
+		}
+		if r.TLS == nil {
+			if strings.HasPrefix(r.RequestURI, tlsconf.ChallengePrefix) {
+				if key, ok := tlsconf.HTTPChallenge(r.Host, r.RequestURI); ok {
+					w.Header().Set("Content-Type", "text/plain")
+					_, _ = w.Write(key)
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
+		t := tg.table(l.opts.Address)
+		if t == nil || !t.PerRequest() {
+			next.ServeHTTP(w, r)
+			return
+		}
+		p := t.Lookup([]byte(r.Host))
+		if p.ClientAuth != tlsconf.NoClientCert && t.ForServerName(r.TLS.ServerName) != p {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusMisdirectedRequest)
+			_, _ = w.Write([]byte("misdirected request: this host needs its own TLS connection\n"))
+			return
+		}
+		if p.ClientCertHeader != "" {
+			if id := tlsconf.Identity(r.TLS); id != "" {
+				r.Header.Set(p.ClientCertHeader, id)
+			}
+		}
+		if p.HSTS != "" {
+			// Set first: net/http writes headers as the handler commits,
+			// and a handler's own value replaces this one.
+			w.Header().Set(hstsHeader, p.HSTS)
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // engineError answers requests the engine could not parse: malformed
@@ -121,46 +415,42 @@ func (l *listener) engineError(ctx *fasthttp.RequestCtx, err error) {
 	ctx.SetBodyString(msg + "\n")
 }
 
+// closeQueues stops handing connections to the engines; their Serve
+// loops return.
+func (l *listener) closeQueues() {
+	if l.toFast != nil {
+		l.toFast.Close()
+		l.toStd.Close()
+	}
+}
+
 // shutdown stops accepting, lets in-flight requests finish, and closes
-// idle keep-alive connections; it gives up when ctx ends.
+// idle keep-alive connections (HTTP/2 ones with GOAWAY); it gives up when
+// ctx ends.
 func (l *listener) shutdown(ctx context.Context) error {
 	var errs []error
-	if l.std != nil {
-		errs = append(errs, l.std.Shutdown(ctx))
+	if l.toFast != nil {
+		_ = l.ln.Close() // the fast path's Serve closes it itself
 	}
-	errs = append(errs, l.fast.ShutdownWithContext(ctx))
+	var wg sync.WaitGroup
+	if l.std != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := l.std.Shutdown(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}()
+	}
+	ferr := l.fast.ShutdownWithContext(ctx)
+	wg.Wait()
+	errs = append(errs, ferr)
 	select {
 	case <-l.done:
 	case <-ctx.Done():
 		errs = append(errs, ctx.Err())
 	}
 	return errors.Join(errs...)
-}
-
-// limitedBody fails a streamed request body that outgrows the listener's
-// max_request_body.
-type limitedBody struct {
-	r io.Reader
-	n int64
-}
-
-// ErrBodyTooLarge is returned by a request body reader when the body
-// exceeds the listener's max_request_body; handlers answer 413.
-var ErrBodyTooLarge = &exchange.Error{Status: fasthttp.StatusRequestEntityTooLarge, Message: "request body too large"}
-
-func (l *limitedBody) Read(p []byte) (int, error) {
-	if l.n < 0 {
-		return 0, ErrBodyTooLarge
-	}
-	if int64(len(p)) > l.n+1 {
-		p = p[:l.n+1]
-	}
-	n, err := l.r.Read(p)
-	l.n -= int64(n)
-	if l.n < 0 {
-		return n, ErrBodyTooLarge
-	}
-	return n, err
 }
 
 var errConflictingFraming = errors.New("both Transfer-Encoding and Content-Length")
@@ -201,3 +491,157 @@ func (s *Server) Addr(configured string) net.Addr {
 	}
 	return nil
 }
+
+// rootListener is the bound socket as the server sees it: closing it
+// also closes the queues, so that every engine's Serve returns.
+type rootListener struct {
+	net.Listener
+	close func()
+	once  sync.Once
+}
+
+func (r *rootListener) Close() error {
+	err := r.Listener.Close()
+	r.once.Do(r.close)
+	return err
+}
+
+// connQueue is a net.Listener fed by the accept loop: Accept returns the
+// connections put to it, sorted by protocol.
+type connQueue struct {
+	addr net.Addr
+	ch   chan net.Conn
+	done chan struct{}
+	once sync.Once
+}
+
+func newConnQueue(addr net.Addr) *connQueue {
+	return &connQueue{addr: addr, ch: make(chan net.Conn), done: make(chan struct{})}
+}
+
+// put hands c to the engine, or closes it when the queue is closed.
+func (q *connQueue) put(c net.Conn) {
+	select {
+	case q.ch <- c:
+	case <-q.done:
+		_ = c.Close()
+	}
+}
+
+func (q *connQueue) Accept() (net.Conn, error) {
+	select {
+	case c := <-q.ch:
+		return c, nil
+	case <-q.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (q *connQueue) Close() error {
+	q.once.Do(func() { close(q.done) })
+	return nil
+}
+
+func (q *connQueue) Addr() net.Addr { return q.addr }
+
+// peekedConn is a connection whose first bytes were read to choose its
+// engine; Read returns them again first.
+type peekedConn struct {
+	net.Conn
+	buf []byte
+}
+
+// sniff reads until the bytes read so far stop matching want, or all of
+// it has arrived, and reports the latter. It never reads past len(want),
+// and stops at the first byte that differs, so an HTTP/1.1 request costs
+// one read.
+func (p *peekedConn) sniff(want string) (bool, error) {
+	var b [len(h2Preface)]byte
+	n := 0
+	for n < len(want) {
+		m, err := p.Conn.Read(b[n:len(want)])
+		n += m
+		p.buf = b[:n:n]
+		if string(b[:n]) != want[:n] {
+			p.buf = append([]byte(nil), b[:n]...)
+			return false, nil
+		}
+		if err != nil {
+			p.buf = append([]byte(nil), b[:n]...)
+			return false, err
+		}
+	}
+	p.buf = append([]byte(nil), b[:n]...)
+	return true, nil
+}
+
+func (p *peekedConn) Read(b []byte) (int, error) {
+	if len(p.buf) > 0 {
+		n := copy(b, p.buf)
+		p.buf = p.buf[n:]
+		return n, nil
+	}
+	return p.Conn.Read(b)
+}
+
+// ReadFrom keeps sendfile(2) for fasthttp's file bodies.
+func (p *peekedConn) ReadFrom(r io.Reader) (int64, error) {
+	return readFrom(p.Conn, r)
+}
+
+func readFrom(c net.Conn, r io.Reader) (int64, error) {
+	if rf, ok := c.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(writerOnly{c}, r)
+}
+
+type writerOnly struct{ io.Writer }
+
+// limitListener bounds the connections open at once: Accept waits for
+// one to close, so that further clients wait in the kernel's accept
+// queue. Unlike x/net/netutil's, its connections keep ReadFrom, so that
+// sendfile(2) still works behind it.
+type limitListener struct {
+	net.Listener
+	sem  chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+func newLimitListener(ln net.Listener, n int) *limitListener {
+	return &limitListener{Listener: ln, sem: make(chan struct{}, n), done: make(chan struct{})}
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.sem <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.sem
+		return nil, err
+	}
+	return &limitedConn{Conn: c, release: func() { <-l.sem }}, nil
+}
+
+func (l *limitListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+type limitedConn struct {
+	net.Conn
+	release func()
+	once    sync.Once
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
+func (c *limitedConn) ReadFrom(r io.Reader) (int64, error) { return readFrom(c.Conn, r) }

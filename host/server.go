@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/host/exchange"
 	"github.com/sluicehq/sluice/host/route"
+	"github.com/sluicehq/sluice/runtime"
 )
 
 // Server owns the listeners and the current generation. Listeners
@@ -41,7 +42,10 @@ type Generation struct {
 	Closers []func() error
 	// Info is the host's own data for admin endpoints (the config, say).
 	Info any
+	// Filters are the generation's Wasm filters by name.
+	Filters map[string]*runtime.Filter
 
+	tls      *tlsGen // certificates and TLS policies per listener (tls.go); nil without TLS
 	inflight atomic.Int64
 }
 

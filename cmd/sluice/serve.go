@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/host"
 )
@@ -155,31 +156,34 @@ func run(opts host.InstanceOptions, log *slog.Logger) int {
 	return 0
 }
 
-func cmdValidate(args []string) int {
-	fs := newFlags("validate", "-c FILE.hcl", `Check a config without running it. Exit 0 when it is valid; else print each
-problem as FILE:LINE:COL: message, with the offending line, and exit 1.`)
+func cmdValidate(args []string) int { return validate(args, os.Stderr) }
+
+// validate checks a config and writes its problems (or "valid") to w.
+func validate(args []string, w io.Writer) int {
+	fs := newFlags("validate", "-c FILE.hcl", `Check a config without running it: parse, check every block, and compile
+every filter module. Exit 0 when it is valid; else print each problem as
+FILE:LINE:COL: message, with the offending line, and exit 1.`)
+	fs.SetOutput(w)
 	file := fs.String("c", "", "config `file` (HCL)")
 	fs.StringVar(file, "config", "", "config `file` (same as -c)")
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
 	}
 	if *file == "" {
-		fmt.Fprintln(os.Stderr, "sluice validate: -c FILE is required")
+		fmt.Fprintln(w, "sluice validate: -c FILE is required")
 		return 2
 	}
 	cfg, files, diags := config.LoadFiles(*file)
+	if !diags.HasErrors() {
+		diags = append(diags, validateFilters(cfg)...)
+	}
+	if len(diags) > 0 {
+		fmt.Fprint(w, config.FormatDiagnostics(diags, files))
+	}
 	if diags.HasErrors() {
-		fmt.Fprint(os.Stderr, config.FormatDiagnostics(diags, files))
 		return 1
 	}
-	if d := validateFilters(cfg); d.HasErrors() {
-		fmt.Fprint(os.Stderr, config.FormatDiagnostics(d, files))
-		return 1
-	}
-	if len(diags) > 0 { // warnings
-		fmt.Fprint(os.Stderr, config.FormatDiagnostics(diags, files))
-	}
-	fmt.Fprintf(os.Stderr, "%s: valid\n", *file)
+	fmt.Fprintf(w, "%s: valid\n", *file)
 	return 0
 }
 
@@ -253,4 +257,36 @@ func cmdReload(args []string) int {
 	}
 	fmt.Fprintf(os.Stderr, "%s", body)
 	return 0
+}
+
+// validateFilters compiles every filter module and reports each failure
+// at its `module` attribute.
+func validateFilters(cfg *config.Config) hcl.Diagnostics {
+	err := host.CompileFilters(cfg)
+	if err == nil {
+		return nil
+	}
+	var diags hcl.Diagnostics
+	for _, e := range unjoin(err) {
+		var fe *host.FilterError
+		if errors.As(e, &fe) {
+			r := fe.Filter.ModuleRange
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid filter module",
+				Detail:   fmt.Sprintf("filter %q: %v", fe.Filter.Name, fe.Err),
+				Subject:  &r,
+			})
+			continue
+		}
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Filters unavailable", Detail: e.Error()})
+	}
+	return diags
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }

@@ -70,6 +70,9 @@ type Exchange interface {
 	// adapter copies value or keeps it unmodified.
 	SetResponseHeaderBytes(name string, value []byte)
 	AddResponseHeader(name, value string)
+	// AddResponseHeaderBytes is AddResponseHeader for byte slices (a
+	// header relayed from an upstream, say); the adapter copies both.
+	AddResponseHeaderBytes(name, value []byte)
 	DelResponseHeader(name string)
 
 	// SetBody sets the whole response body without copying it.
@@ -83,11 +86,25 @@ type Exchange interface {
 	// size is the body length, or -1 for unknown (chunked on HTTP/1.1).
 	// Flush on the writer pushes what was written to the client at once.
 	Stream(size int64, fn func(w StreamWriter) error)
+	// SendReader makes the body the bytes read from r after the headers
+	// are written: size bytes, or up to io.EOF when size is -1 (chunked on
+	// HTTP/1.1, and each read pushed to the client at once, so that event
+	// streams are not held back). r is closed, when it is an io.Closer,
+	// once the body is written or dropped. When r is a TrailerReader, its
+	// trailers follow the body where the protocol carries them (HTTP/2, or
+	// a chunked HTTP/1.1 body). A read error other than io.EOF cuts the
+	// response short so that the client sees it incomplete: the connection
+	// is closed, or the HTTP/2 stream reset. No goroutine is started for it.
+	SendReader(r io.Reader, size int64)
 	// ResponseBody returns the buffered body (SetBody or Write), or nil when
 	// the body is a file or a stream.
 	ResponseBody() []byte
 	// ResetBody drops any body set so far (closing a pending file).
 	ResetBody()
+	// BufferBody reads a body set with SendFile, Stream or SendReader into
+	// memory, so that ResponseBody returns it (for filters that rewrite
+	// responses). It does nothing for a buffered body or a HEAD request.
+	BufferBody() error
 	// Upgrade answers with the status and headers set so far (101, say)
 	// and then hands the raw connection to fn, which owns it until it
 	// returns. It returns ErrUpgradeUnsupported on HTTP/2.
@@ -99,6 +116,16 @@ type StreamWriter interface {
 	io.Writer
 	// Flush sends everything written so far to the client.
 	Flush() error
+}
+
+// TrailerReader is a body whose trailer fields are known once it has been
+// read to io.EOF: an upstream response relayed with SendReader, say.
+type TrailerReader interface {
+	io.Reader
+	// VisitTrailers calls fn for each trailer field, once per value. It
+	// is called after Read returned io.EOF, and fn must not keep the
+	// slices.
+	VisitTrailers(fn func(name, value []byte))
 }
 
 // Handler handles an exchange. It returns an error instead of rendering

@@ -38,6 +38,26 @@ func TestAdapters(t *testing.T) {
 				return err
 			}
 			x.SendFile(f, 16, int64(len(big))-32)
+		case "/buffered-file", "/buffered-stream":
+			if x.Path()[10] == 'f' {
+				f, err := os.Open(filepath.Join(dir, "big"))
+				if err != nil {
+					return err
+				}
+				x.SendFile(f, 0, 32)
+			} else {
+				x.Stream(-1, func(w exchange.StreamWriter) error {
+					_, err := io.WriteString(w, "streamed")
+					return err
+				})
+			}
+			if x.ResponseBody() != nil {
+				return exchange.Errorf(500, "body visible before BufferBody")
+			}
+			if err := x.BufferBody(); err != nil {
+				return err
+			}
+			x.SetBody(append(append([]byte{}, x.ResponseBody()...), '!'))
 		case "/stream":
 			x.Stream(-1, func(w exchange.StreamWriter) error {
 				io.WriteString(w, "one,")
@@ -45,6 +65,14 @@ func TestAdapters(t *testing.T) {
 				io.WriteString(w, "two")
 				return nil
 			})
+		case "/reader":
+			x.AddResponseHeaderBytes([]byte("X-Bytes"), []byte("b1"))
+			x.AddResponseHeaderBytes([]byte("X-Bytes"), []byte("b2"))
+			x.SendReader(strings.NewReader("sized body"), 10)
+		case "/chunks":
+			x.SendReader(&trailerReader{r: strings.NewReader("chunked body")}, -1)
+		case "/cl":
+			x.SetBody([]byte(strconv.FormatInt(x.ContentLength(), 10)))
 		case "/304":
 			x.SetStatus(304)
 			x.SetResponseHeader("ETag", `"x"`)
@@ -72,6 +100,13 @@ func TestAdapters(t *testing.T) {
 				{"GET", "/file", 200, big[16 : len(big)-16], nil},
 				{"HEAD", "/file", 200, "", map[string]string{"Content-Length": "65504"}},
 				{"GET", "/stream", 200, "one,two", nil},
+				{"GET", "/buffered-file", 200, big[:32] + "!", nil},
+				{"GET", "/buffered-stream", 200, "streamed!", nil},
+				{"HEAD", "/buffered-stream", 200, "", nil},
+				{"GET", "/reader", 200, "sized body", map[string]string{"Content-Length": "10", "X-Bytes": "b1"}},
+				{"HEAD", "/reader", 200, "", map[string]string{"Content-Length": "10"}},
+				{"GET", "/chunks", 200, "chunked body", map[string]string{"Content-Length": "-1"}},
+				{"GET", "/cl", 200, "0", nil},
 				{"GET", "/304", 304, "", map[string]string{"ETag": `"x"`}},
 				{"GET", "/err", 418, "teapot here\n", nil},
 				{"GET", "/rewrite", 200, "/newq=1", nil},
@@ -90,6 +125,12 @@ func TestAdapters(t *testing.T) {
 				}
 				if resp.Proto != e.Proto {
 					t.Errorf("%s %s: proto %s, want %s", c.method, c.path, resp.Proto, e.Proto)
+				}
+				if c.path == "/reader" && c.method == "GET" && strings.Join(resp.Header.Values("X-Bytes"), ",") != "b1,b2" {
+					t.Errorf("X-Bytes = %q, want b1 and b2", resp.Header.Values("X-Bytes"))
+				}
+				if c.path == "/chunks" && resp.Trailer.Get("Grpc-Status") != "0" {
+					t.Errorf("%s %s: trailer Grpc-Status = %q, want 0 (trailers %v)", c.method, c.path, resp.Trailer.Get("Grpc-Status"), resp.Trailer)
 				}
 				for k, v := range c.hdr {
 					got := resp.Header.Get(k)
@@ -111,4 +152,12 @@ func trunc(b []byte) string {
 		return string(b[:40]) + "…"
 	}
 	return string(b)
+}
+
+// trailerReader is a body with a trailer, like a relayed gRPC response.
+type trailerReader struct{ r io.Reader }
+
+func (t *trailerReader) Read(p []byte) (int, error) { return t.r.Read(p) }
+func (t *trailerReader) VisitTrailers(fn func(name, value []byte)) {
+	fn([]byte("Grpc-Status"), []byte("0"))
 }

@@ -115,7 +115,12 @@ func (x *fastExchange) RequestBody() io.Reader {
 }
 func (x *fastExchange) ContentLength() int64 {
 	n := x.ctx.Request.Header.ContentLength()
-	if n < 0 {
+	switch {
+	case n == -2:
+		// Neither Content-Length nor chunked: a request without a body
+		// (RFC 9112, section 6.3), not one of unknown length.
+		return 0
+	case n < 0:
 		return -1
 	}
 	return int64(n)
@@ -140,6 +145,9 @@ func (x *fastExchange) SetResponseHeaderBytes(name string, value []byte) {
 }
 func (x *fastExchange) AddResponseHeader(name, value string) {
 	x.ctx.Response.Header.Add(name, value)
+}
+func (x *fastExchange) AddResponseHeaderBytes(name, value []byte) {
+	x.ctx.Response.Header.AddBytesKV(name, value)
 }
 func (x *fastExchange) DelResponseHeader(name string) { x.ctx.Response.Header.Del(name) }
 
@@ -187,12 +195,54 @@ func (x *fastExchange) Stream(size int64, fn func(w StreamWriter) error) {
 		x.ctx.Response.Header.SetContentLength(int(size))
 	}
 }
+func (x *fastExchange) SendReader(r io.Reader, size int64) {
+	x.ResetBody()
+	x.stream = true
+	if x.ctx.IsHead() {
+		closeReader(r)
+		x.ctx.Response.SkipBody = true
+		if size >= 0 {
+			x.ctx.Response.Header.SetContentLength(int(size))
+		}
+		return
+	}
+	if tr, ok := r.(TrailerReader); ok && size < 0 {
+		// Trailers go out after the last chunk; fasthttp writes those set
+		// on the header by then.
+		t := fastTrailerPool.Get().(*fastTrailerReader)
+		t.r, t.h = tr, &x.ctx.Response.Header
+		r = t
+	}
+	// fasthttp copies the stream itself and flushes each chunk of a chunked
+	// body, so nothing here needs a goroutine.
+	x.ctx.Response.SetBodyStream(r, int(size))
+}
 func (x *fastExchange) ResponseBody() []byte {
 	if x.stream {
 		return nil
 	}
 	return x.ctx.Response.Body()
 }
+func (x *fastExchange) BufferBody() error {
+	if !x.stream || x.ctx.IsHead() {
+		return nil
+	}
+	r := x.ctx.Response.BodyStream()
+	if r == nil {
+		return nil
+	}
+	if n := x.ctx.Response.Header.ContentLength(); n >= 0 {
+		r = io.LimitReader(r, int64(n))
+	}
+	b, err := io.ReadAll(r)
+	x.ResetBody() // closes the stream
+	if err != nil {
+		return err
+	}
+	x.ctx.Response.SetBody(b)
+	return nil
+}
+
 func (x *fastExchange) ResetBody() {
 	x.stream = false
 	x.ctx.Response.ResetBody() // closes a pending body stream
@@ -212,3 +262,49 @@ type fastStreamWriter struct{ w *bufio.Writer }
 
 func (s fastStreamWriter) Write(p []byte) (int, error) { return s.w.Write(p) }
 func (s fastStreamWriter) Flush() error                { return s.w.Flush() }
+
+// fastTrailerReader copies a TrailerReader's trailers onto the response
+// header when the body ends, before fasthttp writes the trailer section.
+type fastTrailerReader struct {
+	r   TrailerReader
+	h   *fasthttp.ResponseHeader
+	add func(name, value []byte)
+}
+
+var fastTrailerPool = sync.Pool{New: func() any {
+	t := new(fastTrailerReader)
+	t.add = t.addTrailer
+	return t
+}}
+
+func (t *fastTrailerReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if err == io.EOF && t.h != nil {
+		t.r.VisitTrailers(t.add)
+		t.h = nil
+	}
+	return n, err
+}
+
+func (t *fastTrailerReader) addTrailer(name, value []byte) {
+	// Announcing the name routes its value to the trailer section; names
+	// that may not be trailers (RFC 9110, section 6.5.1) are dropped.
+	if t.h.AddTrailerBytes(name) == nil {
+		t.h.AddBytesKV(name, value)
+	}
+}
+
+func (t *fastTrailerReader) Close() error {
+	err := closeReader(t.r)
+	t.r, t.h = nil, nil
+	fastTrailerPool.Put(t)
+	return err
+}
+
+// closeReader closes r when it is an io.Closer.
+func closeReader(r io.Reader) error {
+	if c, ok := r.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}

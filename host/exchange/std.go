@@ -30,6 +30,7 @@ type stdExchange struct {
 
 	streamFn   func(StreamWriter) error
 	streamSize int64
+	reader     io.Reader // SendReader's body; streamSize is its size
 
 	upgraded bool
 }
@@ -54,6 +55,9 @@ func Std(h Handler, onError func(Exchange, error)) http.Handler {
 func (x *stdExchange) reset() {
 	if x.file != nil {
 		x.file.Close()
+	}
+	if x.reader != nil {
+		closeReader(x.reader)
 	}
 	body := x.body
 	body.Reset()
@@ -89,6 +93,18 @@ func (x *stdExchange) commit() {
 		// CopyN wraps f in an io.LimitedReader, which net/http's
 		// ReadFrom hands to sendfile.
 		_, _ = io.CopyN(x.w, f, x.fileN)
+	case x.reader != nil:
+		r := x.reader
+		x.reader = nil
+		defer closeReader(r)
+		if x.streamSize >= 0 && allowed {
+			h.Set("Content-Length", strconv.FormatInt(x.streamSize, 10))
+		}
+		x.w.WriteHeader(x.status)
+		if head || !allowed {
+			return
+		}
+		x.copyReader(r, x.streamSize)
 	case x.streamFn != nil:
 		if x.streamSize >= 0 && allowed {
 			h.Set("Content-Length", strconv.FormatInt(x.streamSize, 10))
@@ -109,6 +125,56 @@ func (x *stdExchange) commit() {
 		if !head && allowed {
 			_, _ = x.w.Write(x.body.Bytes())
 		}
+	}
+}
+
+var copyBufPool = sync.Pool{New: func() any { return new([32 << 10]byte) }}
+
+// copyReader writes r to the client: size bytes, or up to io.EOF when size
+// is negative, flushing each read of an unsized body. A TrailerReader's
+// trailers are set once it is done; net/http sends them after the body. A
+// read error aborts the response (r is still closed: commit defers it).
+func (x *stdExchange) copyReader(r io.Reader, size int64) {
+	buf := copyBufPool.Get().(*[32 << 10]byte)
+	defer copyBufPool.Put(buf)
+	fl, _ := x.w.(http.Flusher)
+	left := size
+	for size < 0 || left > 0 {
+		p := buf[:]
+		if size >= 0 && int64(len(p)) > left {
+			p = p[:left]
+		}
+		n, err := r.Read(p)
+		if n > 0 {
+			if _, werr := x.w.Write(p[:n]); werr != nil {
+				return
+			}
+			left -= int64(n)
+			if size < 0 && fl != nil {
+				fl.Flush()
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			// Cut the response short where the client can tell: no
+			// terminating chunk on HTTP/1.1, a stream reset on HTTP/2.
+			panic(http.ErrAbortHandler)
+		}
+	}
+	if tr, ok := r.(TrailerReader); ok {
+		if size >= 0 {
+			// Trailers are known at io.EOF, past the last byte.
+			var one [1]byte
+			if n, err := r.Read(one[:]); n > 0 || err != io.EOF {
+				return
+			}
+		}
+		h := x.w.Header()
+		tr.VisitTrailers(func(name, value []byte) {
+			h.Add(http.TrailerPrefix+string(name), string(value))
+		})
 	}
 }
 
@@ -225,14 +291,17 @@ func (x *stdExchange) SetResponseHeaderBytes(name string, value []byte) {
 	x.w.Header().Set(name, string(value))
 }
 func (x *stdExchange) AddResponseHeader(name, value string) { x.w.Header().Add(name, value) }
-func (x *stdExchange) DelResponseHeader(name string)        { x.w.Header().Del(name) }
+func (x *stdExchange) AddResponseHeaderBytes(name, value []byte) {
+	x.w.Header().Add(string(name), string(value))
+}
+func (x *stdExchange) DelResponseHeader(name string) { x.w.Header().Del(name) }
 
 func (x *stdExchange) SetBody(p []byte) {
 	x.ResetBody()
 	x.body.Write(p)
 }
 func (x *stdExchange) Write(p []byte) (int, error) {
-	if x.file != nil || x.streamFn != nil {
+	if x.file != nil || x.streamFn != nil || x.reader != nil {
 		x.ResetBody()
 	}
 	return x.body.Write(p)
@@ -245,16 +314,52 @@ func (x *stdExchange) Stream(size int64, fn func(w StreamWriter) error) {
 	x.ResetBody()
 	x.streamFn, x.streamSize = fn, size
 }
+func (x *stdExchange) SendReader(r io.Reader, size int64) {
+	x.ResetBody()
+	x.reader, x.streamSize = r, size
+}
 func (x *stdExchange) ResponseBody() []byte {
-	if x.file != nil || x.streamFn != nil {
+	if x.file != nil || x.streamFn != nil || x.reader != nil {
 		return nil
 	}
 	return x.body.Bytes()
 }
+func (x *stdExchange) BufferBody() error {
+	if x.r.Method == http.MethodHead {
+		return nil
+	}
+	var buf bytes.Buffer
+	var err error
+	switch {
+	case x.file != nil:
+		_, err = io.Copy(&buf, io.NewSectionReader(x.file, x.fileOff, x.fileN))
+	case x.streamFn != nil:
+		err = x.streamFn(bufferStream{&buf})
+	case x.reader != nil:
+		_, err = io.Copy(&buf, x.reader)
+	default:
+		return nil
+	}
+	x.ResetBody()
+	if err != nil {
+		return err
+	}
+	x.body.Write(buf.Bytes())
+	return nil
+}
+
+type bufferStream struct{ *bytes.Buffer }
+
+func (bufferStream) Flush() error { return nil }
+
 func (x *stdExchange) ResetBody() {
 	if x.file != nil {
 		x.file.Close()
 		x.file = nil
+	}
+	if x.reader != nil {
+		closeReader(x.reader)
+		x.reader = nil
 	}
 	x.streamFn = nil
 	x.body.Reset()

@@ -3,6 +3,7 @@
 package fsstat
 
 import (
+	"os"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -21,10 +22,10 @@ func At(dirfd int, path []byte) (ID, error) {
 	return fromStat(&st), nil
 }
 
-// Fd stats an open file descriptor.
-func Fd(fd uintptr) (ID, error) {
+// File stats an open file with fstat(2).
+func File(f *os.File) (ID, error) {
 	var st unix.Stat_t
-	if err := unix.Fstat(int(fd), &st); err != nil {
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return ID{}, err
 	}
 	return fromStat(&st), nil

@@ -1,0 +1,305 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/filters/filtertest"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// headerFlags collects repeated --header 'Name: value' flags.
+type headerFlags []string
+
+func (h *headerFlags) String() string     { return strings.Join(*h, ", ") }
+func (h *headerFlags) Set(v string) error { *h = append(*h, v); return nil }
+
+func cmdFilter(args []string) int {
+	return runFilterCmd(args, os.Stdout, os.Stderr)
+}
+
+const filterAbout = `Run one request through a filter module, without a server, and print what
+the filter did: the request as the next handler would see it, or the
+answer the filter gave, plus its log lines and timings. When the filter
+continues, the next handler answers 200 with an empty body (or --upstream-*).
+
+The request comes from --request FILE (a raw HTTP/1.1 request, "-" for
+stdin) or from --method, --url, --header and --body. --config takes the
+filter's config as JSON, or @FILE.
+
+Examples:
+  sluice filter run filters/keyauth/keyauth.wasm --config '{"keys": {"alice": "k1"}}' \
+      --url '/api?x=1' --header 'X-API-Key: k1'
+  sluice filter run filter.wasm --request req.http`
+
+func runFilterCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintf(stderr, "Usage: sluice filter run MODULE.wasm [FLAGS]\n\n%s\n\nRun `sluice filter run -h` for the flags.\n", filterAbout)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	if args[0] != "run" {
+		fmt.Fprintf(stderr, "sluice filter: unknown subcommand %q (want run)\n", args[0])
+		return 2
+	}
+	fs := flag.NewFlagSet("filter run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgFlag := fs.String("config", "{}", "the filter's config: JSON, or @FILE")
+	reqFile := fs.String("request", "", `a raw HTTP request to run ("-": stdin)`)
+	method := fs.String("method", "GET", "request method")
+	target := fs.String("url", "/", "request URL: a path with query, or an absolute URL (sets Host)")
+	var headers headerFlags
+	fs.Var(&headers, "header", "request header 'Name: value' (repeatable)")
+	body := fs.String("body", "", "request body")
+	upStatus := fs.Int("upstream-status", 200, "status the next handler answers with")
+	upBody := fs.String("upstream-body", "", "body the next handler answers with")
+	timeout := fs.Duration("timeout", time.Second, "deadline of each guest call")
+	memory := fs.Int64("memory", 64<<20, "memory limit of the instance, bytes")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: sluice filter run MODULE.wasm [FLAGS]\n\n%s\n\nFlags:\n", filterAbout)
+		fs.PrintDefaults()
+	}
+	// Flags may come before or after the module path.
+	var positional []string
+	rest := args[1:]
+	for {
+		if err := fs.Parse(rest); err != nil {
+			if err == flag.ErrHelp {
+				return 0
+			}
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	if len(positional) != 1 {
+		fmt.Fprintln(stderr, "sluice filter run: want exactly one MODULE.wasm")
+		fs.Usage()
+		return 2
+	}
+	modPath := positional[0]
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "sluice filter run: "+format+"\n", a...)
+		return 1
+	}
+
+	wasm, err := os.ReadFile(modPath)
+	if err != nil {
+		return fail("%v", err)
+	}
+	cfg := []byte(*cfgFlag)
+	if strings.HasPrefix(*cfgFlag, "@") {
+		if cfg, err = os.ReadFile((*cfgFlag)[1:]); err != nil {
+			return fail("config: %v", err)
+		}
+	}
+	if !json.Valid(cfg) {
+		return fail("config is not valid JSON: %s", cfg)
+	}
+
+	var x *filtertest.Exchange
+	if *reqFile != "" {
+		x, err = readRequest(*reqFile)
+	} else {
+		x, err = flagRequest(*method, *target, headers, *body)
+	}
+	if err != nil {
+		return fail("request: %v", err)
+	}
+
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{
+		Level: slog.LevelDebug,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey && len(groups) == 0 {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+	ctx := context.Background()
+	cacheDir := ""
+	if base, err := os.UserCacheDir(); err == nil {
+		cacheDir = filepath.Join(base, "sluice", "wasm")
+	}
+	start := time.Now()
+	f, err := filtertest.Load(ctx, strings.TrimSuffix(filepath.Base(modPath), ".wasm"), wasm, runtime.FilterOptions{
+		Config: cfg, Timeout: *timeout, MemoryLimit: *memory, PoolSize: 1,
+	}, log, cacheDir)
+	load := time.Since(start)
+	sum := sha256.Sum256(wasm)
+	fmt.Fprintf(stdout, "module   %s (%s, sha256:%s)\n", modPath, size(len(wasm)), hex.EncodeToString(sum[:6]))
+	if err != nil {
+		printLogs(stdout, &logs)
+		return fail("load: %v", err)
+	}
+	defer f.Close()
+
+	res, err := f.Do(x, func(x *filtertest.Exchange) {
+		x.StatusCode = *upStatus
+		x.RespBody.WriteString(*upBody)
+	})
+	fmt.Fprintf(stdout, "timing   load %s (instantiate %s), handle_request %s", round(load), round(f.Instantiate), round(res.Request))
+	if res.Continued {
+		fmt.Fprintf(stdout, ", handle_response %s", round(res.Response))
+	}
+	fmt.Fprintln(stdout)
+	if res.Features != 0 {
+		fmt.Fprintf(stdout, "features %s\n", res.Features)
+	}
+	printLogs(stdout, &logs)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if res.Continued {
+		fmt.Fprintln(stdout, "result   continued to the next handler")
+		fmt.Fprintln(stdout, "\nrequest as the next handler sees it:")
+		printRequest(stdout, x)
+		fmt.Fprintln(stdout, "\nresponse after handle_response:")
+	} else {
+		fmt.Fprintln(stdout, "result   answered by the filter")
+		fmt.Fprintln(stdout, "\nresponse:")
+	}
+	printResponse(stdout, x)
+	return 0
+}
+
+func round(d time.Duration) time.Duration {
+	switch {
+	case d > time.Second:
+		return d.Round(time.Millisecond)
+	case d > time.Millisecond:
+		return d.Round(10 * time.Microsecond)
+	}
+	return d.Round(time.Microsecond)
+}
+
+func size(n int) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f KiB", float64(n)/1024)
+}
+
+func printLogs(w io.Writer, logs *bytes.Buffer) {
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if l != "" && !strings.Contains(l, "compiled wasm module") {
+			fmt.Fprintf(w, "log      %s\n", l)
+		}
+	}
+}
+
+func flagRequest(method, target string, headers []string, body string) (*filtertest.Exchange, error) {
+	uri := target
+	var host string
+	if !strings.HasPrefix(target, "/") && target != "*" {
+		u, err := url.Parse(target)
+		if err != nil || u.Host == "" {
+			return nil, fmt.Errorf("--url %q: want a path (/a?b) or an absolute URL", target)
+		}
+		host, uri = u.Host, u.RequestURI()
+	}
+	x := filtertest.NewExchange(strings.ToUpper(method), uri)
+	if host != "" {
+		x.AddRequestHeader("Host", host)
+	}
+	for _, h := range headers {
+		k, v, ok := strings.Cut(h, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("--header %q: want 'Name: value'", h)
+		}
+		x.AddRequestHeader(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	x.ReqBody = []byte(body)
+	return x, nil
+}
+
+func readRequest(path string) (*filtertest.Exchange, error) {
+	var src io.Reader = os.Stdin
+	if path != "-" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		// Accept files written with bare LF line ends.
+		if !bytes.Contains(b, []byte("\r\n")) {
+			head, rest, _ := bytes.Cut(b, []byte("\n\n"))
+			b = append(bytes.ReplaceAll(head, []byte("\n"), []byte("\r\n")), append([]byte("\r\n\r\n"), rest...)...)
+		}
+		src = bytes.NewReader(b)
+	}
+	br := bufio.NewReader(src)
+	r, err := http.ReadRequest(br)
+	if err != nil {
+		return nil, err
+	}
+	x := filtertest.NewExchange(r.Method, r.RequestURI)
+	x.Protocol = r.Proto
+	if r.Host != "" {
+		x.AddRequestHeader("Host", r.Host)
+	}
+	names := make([]string, 0, len(r.Header))
+	for k := range r.Header {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		for _, v := range r.Header[k] {
+			x.AddRequestHeader(k, v)
+		}
+	}
+	if x.ReqBody, err = io.ReadAll(r.Body); err != nil {
+		return nil, err
+	}
+	if len(x.ReqBody) == 0 && r.ContentLength <= 0 && len(r.TransferEncoding) == 0 {
+		// A hand-written file often has a body and no Content-Length.
+		if x.ReqBody, err = io.ReadAll(br); err != nil {
+			return nil, err
+		}
+	}
+	return x, nil
+}
+
+func printRequest(w io.Writer, x *filtertest.Exchange) {
+	fmt.Fprintf(w, "  %s %s %s\n", x.Method(), x.URI, x.Proto())
+	for _, h := range x.ReqHdr {
+		fmt.Fprintf(w, "  %s: %s\n", h.Name, h.Value)
+	}
+	if len(x.ReqBody) > 0 {
+		fmt.Fprintf(w, "\n  %s\n", indent(string(x.ReqBody)))
+	}
+}
+
+func printResponse(w io.Writer, x *filtertest.Exchange) {
+	fmt.Fprintf(w, "  %d %s\n", x.Status(), http.StatusText(x.Status()))
+	for _, h := range x.RespHdr {
+		fmt.Fprintf(w, "  %s: %s\n", h.Name, h.Value)
+	}
+	if x.RespBody.Len() > 0 {
+		fmt.Fprintf(w, "\n  %s\n", indent(x.RespBody.String()))
+	}
+}
+
+func indent(s string) string {
+	return strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
+}

@@ -1,0 +1,171 @@
+package customfilter_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/filters/filtertest"
+	"github.com/sluicehq/sluice/host"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+var languages = []struct{ dir, prefix string }{
+	{"go", "/go/"},
+	{"c", "/c/"},
+	{"assemblyscript", "/as/"},
+	{"rust", "/rust/"},
+}
+
+// TestFilterEachLanguage runs each language's filter.wasm through the
+// runtime alone: the four must behave the same.
+func TestFilterEachLanguage(t *testing.T) {
+	ctx := context.Background()
+	e, err := runtime.NewEngine(ctx, runtime.EngineOptions{
+		CacheDir: filepath.Join(os.TempDir(), "sluice-test-wasm-cache"),
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	for _, l := range languages {
+		t.Run(l.dir, func(t *testing.T) {
+			wasm, err := os.ReadFile(filepath.Join(l.dir, "filter.wasm"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := filtertest.LoadOn(ctx, e, l.dir, wasm, runtime.FilterOptions{
+				Config: []byte(`{"header": "X-Hello", "value": "world", "deny_prefix": "/private/"}`), PoolSize: 1,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			x := filtertest.NewExchange("GET", "/public/a?b=1")
+			if res, err := f.Do(x, nil); err != nil || !res.Continued || x.Header("X-Hello") != "world" {
+				t.Errorf("/public/a: continued %v X-Hello %q err %v", res.Continued, x.Header("X-Hello"), err)
+			}
+			x = filtertest.NewExchange("GET", "/private/a")
+			if res, err := f.Do(x, nil); err != nil || res.Continued || x.Status() != 403 || x.RespBody.String() != "forbidden\n" {
+				t.Errorf("/private/a: continued %v status %d body %q err %v", res.Continued, x.Status(), x.RespBody.String(), err)
+			}
+			if _, err := filtertest.LoadOn(ctx, e, l.dir, wasm, runtime.FilterOptions{Config: []byte(`{"header": ""}`), PoolSize: 1}); err == nil {
+				t.Error("an empty header name loaded")
+			}
+		})
+	}
+}
+
+// TestServe boots sluice.hcl with the server, in front of an upstream
+// that echoes the header the filters add.
+func TestServe(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "upstream saw %s X-Example=%q", r.URL.Path, r.Header.Get("X-Example"))
+	}))
+	defer up.Close()
+
+	src, err := os.ReadFile("sluice.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs(".")
+	hcl := strings.ReplaceAll(string(src), "http://127.0.0.1:9000", up.URL)
+	listen := freeAddr(t)
+	hcl = strings.ReplaceAll(hcl, "127.0.0.1:8080", listen)
+	hcl = regexp.MustCompile(`module = "([^"]+)"`).ReplaceAllString(hcl, `module = "`+abs+`/$1"`)
+	path := filepath.Join(t.TempDir(), "sluice.hcl")
+	if err := os.WriteFile(path, []byte(hcl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := host.Start(host.InstanceOptions{Path: path, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		inst.Shutdown(ctx)
+	}()
+	base := "http://" + listen
+	get := func(p string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(base + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/"); code != 200 || body != "ok" {
+		t.Errorf("/: %d %q", code, body)
+	}
+	for _, l := range languages {
+		code, body := get(l.prefix + "hello")
+		if want := fmt.Sprintf(`X-Example="from %s"`, l.dir); code != 200 || !strings.Contains(body, want) {
+			t.Errorf("%s: %d %q, want 200 with %s", l.dir, code, body, want)
+		}
+		if code, body := get(l.prefix + "private/x"); code != 403 || body != "forbidden\n" {
+			t.Errorf("%s private: %d %q, want 403 forbidden", l.dir, code, body)
+		}
+	}
+}
+
+// freeAddr returns a loopback address with a port free a moment ago (the
+// config refuses port 0).
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestReadmeHCL parses every ```hcl block of every example README.
+func TestReadmeHCL(t *testing.T) {
+	readmes, _ := filepath.Glob("../*/README.md")
+	if len(readmes) == 0 {
+		t.Fatal("no example READMEs")
+	}
+	block := regexp.MustCompile("(?s)```hcl\n(.*?)```")
+	n := 0
+	for _, readme := range readmes {
+		src, err := os.ReadFile(readme)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range block.FindAllSubmatch(src, -1) {
+			n++
+			// Relative paths in a snippet resolve against the README's folder.
+			name := filepath.Join(filepath.Dir(readme), fmt.Sprintf("README.md#hcl%d", i+1))
+			if _, diags := config.Parse(name, withSite(m[1])); diags.HasErrors() {
+				t.Errorf("%s: hcl block %d: %s", readme, i+1, diags.Error())
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no ```hcl blocks found")
+	}
+}
+
+// withSite completes a snippet that shows only filter blocks with a
+// minimal site, which a config needs.
+func withSite(src []byte) []byte {
+	if regexp.MustCompile(`(?m)^site `).Match(src) {
+		return src
+	}
+	return append(append([]byte{}, src...), "\nsite \"*\" {\n  route \"/\" {\n    respond {\n      status = 200\n    }\n  }\n}\n"...)
+}

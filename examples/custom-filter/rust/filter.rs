@@ -1,0 +1,33 @@
+//! The custom-filter example in Rust: adds a header from its config to
+//! every request and answers 403 to paths under a prefix.
+
+use sluice::{json, Filter, Request, Response};
+
+struct Example {
+    header: String,
+    value: String,
+    deny_prefix: String,
+}
+
+impl Filter for Example {
+    fn handle_request(&self, req: &Request, resp: &Response) -> bool {
+        if !self.deny_prefix.is_empty() && req.path().starts_with(&self.deny_prefix) {
+            resp.respond(403, "text/plain; charset=utf-8", b"forbidden\n");
+            return false;
+        }
+        req.headers().set(&self.header, &self.value);
+        true
+    }
+}
+
+fn setup() -> Result<Example, String> {
+    let cfg = json::parse(&sluice::config())?;
+    let text = |key: &str, default: &str| cfg.get(key).and_then(|v| v.as_str()).unwrap_or_else(|| default.to_string());
+    let header = text("header", "X-Example");
+    if header.is_empty() {
+        return Err("header must be a non-empty string".into());
+    }
+    Ok(Example { header, value: text("value", ""), deny_prefix: text("deny_prefix", "") })
+}
+
+sluice::register!(setup);

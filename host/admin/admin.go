@@ -1,0 +1,297 @@
+package admin
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options configure New.
+type Options struct {
+	// Listen is the address to listen on ("127.0.0.1:2019"); "" means
+	// "127.0.0.1:2019". Port 0 picks a free port (see Server.Addr).
+	Listen string
+	// Token, when set, must be sent as "Authorization: Bearer TOKEN" on
+	// every request except /healthz and /readyz.
+	Token string
+	// Metrics serves /metrics; nil answers 404 (metrics disabled).
+	Metrics http.Handler
+	// Reload reloads the config for POST /reload; nil answers 501. An
+	// error wrapped by Invalid is the user's (400), others are ours (500);
+	// the error text is the body either way.
+	Reload func() error
+	// Config returns the effective config, secrets redacted, for /config;
+	// nil answers 404. A value with a JSON() ([]byte, error) method is
+	// written with it, others with encoding/json.
+	Config func() any
+	// Filters returns the filters' state (module digests, pool sizes,
+	// invocations, last swap) for /filters; nil answers "[]".
+	Filters func() any
+	// Ready reports whether the server takes traffic; /readyz answers 503
+	// when it returns false (draining). nil means always ready.
+	Ready func() bool
+	// Log receives admin events; nil means slog.Default().
+	Log *slog.Logger
+}
+
+// Server is the admin HTTP server.
+type Server struct {
+	o    Options
+	mux  *http.ServeMux
+	http *http.Server
+
+	mu   sync.Mutex
+	ln   net.Listener
+	done chan struct{}
+}
+
+// DefaultListen is the admin address when Options.Listen is empty.
+const DefaultListen = "127.0.0.1:2019"
+
+// New returns an admin server; Start opens its listener.
+func New(o Options) (*Server, error) {
+	if o.Listen == "" {
+		o.Listen = DefaultListen
+	}
+	if _, _, err := net.SplitHostPort(o.Listen); err != nil {
+		return nil, fmt.Errorf("admin: listen %q: %w", o.Listen, err)
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	s := &Server{o: o, mux: http.NewServeMux()}
+	s.mux.HandleFunc("/healthz", s.healthz)
+	s.mux.HandleFunc("/readyz", s.readyz)
+	s.mux.HandleFunc("/metrics", s.metrics)
+	s.mux.HandleFunc("/config", s.config)
+	s.mux.HandleFunc("/filters", s.filters)
+	s.mux.HandleFunc("/reload", s.reload)
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "not found; try /healthz, /readyz, /metrics, /config, /filters or POST /reload", http.StatusNotFound)
+	})
+	s.http = &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(o.Log.Handler(), slog.LevelDebug),
+	}
+	return s, nil
+}
+
+// Handler returns the admin API as an http.Handler (the token check
+// included), for tests and for mounting elsewhere.
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if s.o.Token != "" && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="sluice admin"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		s.mux.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	const prefix = "Bearer "
+	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(h[len(prefix):])), []byte(s.o.Token)) == 1
+}
+
+// Start listens and serves in the background.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln != nil {
+		return errors.New("admin: already started")
+	}
+	ln, err := net.Listen("tcp", s.o.Listen)
+	if err != nil {
+		return fmt.Errorf("admin: %w", err)
+	}
+	s.ln, s.done = ln, make(chan struct{})
+	if !loopback(ln.Addr()) && s.o.Token == "" {
+		s.o.Log.Warn("admin API listens beyond loopback without a token: anyone who reaches it can reload and read the config", "address", ln.Addr().String())
+	}
+	go func() {
+		defer close(s.done)
+		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.o.Log.Error("admin listener stopped", "address", ln.Addr().String(), "error", err)
+		}
+	}()
+	s.o.Log.Info("admin API listening", "address", ln.Addr().String())
+	return nil
+}
+
+func loopback(a net.Addr) bool {
+	t, ok := a.(*net.TCPAddr)
+	return ok && t.IP.IsLoopback()
+}
+
+// Addr returns the bound address, or nil before Start.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Close stops the server: in-flight admin requests get a few seconds to
+// finish (a reload in progress runs on regardless).
+func (s *Server) Close() error {
+	s.mu.Lock()
+	started := s.ln != nil
+	s.mu.Unlock()
+	if !started {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := s.http.Shutdown(ctx)
+	if err != nil {
+		err = errors.Join(err, s.http.Close())
+	}
+	<-s.done
+	return err
+}
+
+// Invalid marks err as a problem with the config (the caller's): POST
+// /reload answers 400 for it instead of 500.
+func Invalid(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &InvalidError{Err: err}
+}
+
+// InvalidError is a reload refused because of the config.
+type InvalidError struct{ Err error }
+
+func (e *InvalidError) Error() string { return e.Err.Error() }
+func (e *InvalidError) Unwrap() error { return e.Err }
+
+func readOnly(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	w.Header().Set("Allow", "GET, HEAD")
+	http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	return false
+}
+
+func text(w http.ResponseWriter, status int, body string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(body))
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	if readOnly(w, r) {
+		text(w, http.StatusOK, "ok\n")
+	}
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if !readOnly(w, r) {
+		return
+	}
+	if s.o.Ready != nil && !s.o.Ready() {
+		text(w, http.StatusServiceUnavailable, "draining\n")
+		return
+	}
+	text(w, http.StatusOK, "ready\n")
+}
+
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
+	if !readOnly(w, r) {
+		return
+	}
+	if s.o.Metrics == nil {
+		http.Error(w, "metrics are disabled (telemetry { metrics { prometheus = false } })", http.StatusNotFound)
+		return
+	}
+	s.o.Metrics.ServeHTTP(w, r)
+}
+
+func (s *Server) config(w http.ResponseWriter, r *http.Request) {
+	if !readOnly(w, r) {
+		return
+	}
+	if s.o.Config == nil {
+		http.Error(w, "no config", http.StatusNotFound)
+		return
+	}
+	writeJSON(w, s.o.Config())
+}
+
+func (s *Server) filters(w http.ResponseWriter, r *http.Request) {
+	if !readOnly(w, r) {
+		return
+	}
+	var v any = []any{}
+	if s.o.Filters != nil {
+		v = s.o.Filters()
+	}
+	writeJSON(w, v)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	var b []byte
+	var err error
+	if j, ok := v.(interface{ JSON() ([]byte, error) }); ok {
+		b, err = j.JSON()
+	} else {
+		b, err = json.MarshalIndent(v, "", "  ")
+	}
+	if err != nil {
+		http.Error(w, "encode: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if len(b) == 0 || b[len(b)-1] != '\n' {
+		b = append(b, '\n')
+	}
+	_, _ = w.Write(b)
+}
+
+func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		http.Error(w, "method not allowed: use POST", http.StatusMethodNotAllowed)
+		return
+	}
+	if s.o.Reload == nil {
+		http.Error(w, "reload is not available", http.StatusNotImplemented)
+		return
+	}
+	err := s.o.Reload()
+	if err == nil {
+		text(w, http.StatusOK, "reloaded\n")
+		return
+	}
+	status := http.StatusInternalServerError
+	var inv *InvalidError
+	if errors.As(err, &inv) {
+		status = http.StatusBadRequest
+	}
+	msg := err.Error()
+	if !strings.HasSuffix(msg, "\n") {
+		msg += "\n"
+	}
+	text(w, status, msg)
+}

@@ -1,0 +1,12 @@
+// Package admin is sluice's admin HTTP API: /healthz, /readyz, /metrics,
+// /config, /filters and POST /reload, on a listener of its own (loopback
+// by default), optionally behind a bearer token.
+//
+// Where it sits: beside the request path, not on it. It is a plain
+// net/http server; what it reports comes from functions the host gives it
+// (the running config, the filter pools, readiness, a reload), so it
+// holds no state of its own and survives reloads unchanged.
+//
+// admin imports only the standard library; it must not import runtime,
+// config or host (host imports admin).
+package admin

@@ -1,0 +1,151 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/host/chain"
+	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// engine returns the process's Wasm engine, creating it on first use.
+// It outlives generations: compiled modules are shared across reloads.
+func (i *Instance) engine(cfg *config.Config) (*runtime.Engine, error) {
+	if i.wasm != nil {
+		return i.wasm, nil
+	}
+	e, err := runtime.NewEngine(context.Background(), runtime.EngineOptions{
+		CacheDir:       cfg.Server.CacheDir,
+		Logger:         i.log,
+		TracerProvider: i.tracerProvider(),
+		Observer:       i.filterObserver(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wasm engine: %w", err)
+	}
+	i.wasm = e
+	return e, nil
+}
+
+// buildFilters compiles and instantiates every filter of cfg, off the
+// request path, and watches each module file for hot swaps. The returned
+// close func drains and closes them all.
+func (i *Instance) buildFilters(cfg *config.Config) (map[string]*runtime.Filter, func() error, error) {
+	filters := map[string]*runtime.Filter{}
+	var stops []func()
+	closeAll := func() error {
+		for _, stop := range stops {
+			stop()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var errs []error
+		for _, f := range filters {
+			errs = append(errs, f.Close(ctx))
+		}
+		return errors.Join(errs...)
+	}
+	if len(cfg.Filters) == 0 {
+		return filters, closeAll, nil
+	}
+	e, err := i.engine(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx := context.Background()
+	for _, fc := range cfg.Filters {
+		f, err := newFilter(ctx, e, fc)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		filters[fc.Name] = f
+		stop, err := f.Watch(fc.Module)
+		if err != nil {
+			i.log.Warn("module not watched; changes need a reload", "filter", fc.Name, "error", err)
+		} else {
+			stops = append(stops, stop)
+		}
+	}
+	return filters, closeAll, nil
+}
+
+func newFilter(ctx context.Context, e *runtime.Engine, fc *config.Filter) (*runtime.Filter, error) {
+	wasm, err := os.ReadFile(fc.Module)
+	if err != nil {
+		return nil, fmt.Errorf("filter %q: %w", fc.Name, err)
+	}
+	m, err := e.Compile(ctx, wasm)
+	if err != nil {
+		return nil, fmt.Errorf("filter %q: %w", fc.Name, err)
+	}
+	defer m.Close(ctx)
+	f, err := e.NewFilter(ctx, fc.Name, m, runtime.FilterOptions{
+		Config:      fc.Config,
+		Timeout:     fc.Timeout,
+		MemoryLimit: fc.Memory,
+		PoolSize:    fc.Pool.Size,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("filter %q: %w", fc.Name, err)
+	}
+	return f, nil
+}
+
+// chainFor returns the Deps.Filters builder for one generation's filters.
+func chainFor(filters map[string]*runtime.Filter) func(names []string, next exchange.Handler) (exchange.Handler, error) {
+	return func(names []string, next exchange.Handler) (exchange.Handler, error) {
+		fs := make([]chain.Filter, 0, len(names))
+		for _, n := range names {
+			f, ok := filters[n]
+			if !ok {
+				return nil, fmt.Errorf("filter %q is not defined", n)
+			}
+			fs = append(fs, f)
+		}
+		return chain.New(fs, next), nil
+	}
+}
+
+// CompileFilters compiles every filter module of cfg and reports each one
+// that fails as a diagnostic at its `module` attribute. `sluice validate`
+// uses it; it instantiates nothing.
+func CompileFilters(cfg *config.Config) error {
+	if len(cfg.Filters) == 0 {
+		return nil
+	}
+	ctx := context.Background()
+	e, err := runtime.NewEngine(ctx, runtime.EngineOptions{CacheDir: cfg.Server.CacheDir})
+	if err != nil {
+		return err
+	}
+	defer e.Close(ctx)
+	var errs []error
+	for _, fc := range cfg.Filters {
+		wasm, err := os.ReadFile(fc.Module)
+		if err == nil {
+			var m *runtime.Module
+			if m, err = e.Compile(ctx, wasm); err == nil {
+				m.Close(ctx)
+			}
+		}
+		if err != nil {
+			errs = append(errs, &FilterError{Filter: fc, Err: err})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// FilterError is a filter module that failed to load.
+type FilterError struct {
+	Filter *config.Filter
+	Err    error
+}
+
+func (e *FilterError) Error() string { return fmt.Sprintf("filter %q: %v", e.Filter.Name, e.Err) }
+func (e *FilterError) Unwrap() error { return e.Err }

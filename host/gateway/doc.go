@@ -1,0 +1,18 @@
+// Package gateway holds the native request gates that sit in front of a
+// route's handler: token-bucket rate limiting (Limiter) and allow/deny
+// lists of client addresses (ACL), and Wrap, which puts both in front of
+// an exchange.Handler.
+//
+// Where it sits on the request path: after site and route matching and the
+// request filters (so that an auth filter can name the consumer a limit is
+// keyed by), before the native handler (static or proxy). A denied request
+// is answered 403; one over its rate 429 with Retry-After. Both are
+// returned as *exchange.Error and rendered by the host.
+//
+// Both gates are built once per configuration generation and read without
+// allocating on the request path; the limiter's memory is fixed by
+// RateLimit.MaxKeys however many distinct keys arrive.
+//
+// It imports host/exchange and host/proxy/forwarded only: never config nor
+// runtime. The host maps the HCL schema onto RateLimit and the lists.
+package gateway

@@ -1,0 +1,52 @@
+package gateway
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sluicehq/sluice/host/exchange"
+)
+
+var (
+	errForbidden = &exchange.Error{Status: http.StatusForbidden, Message: "forbidden"}
+	errTooMany   = &exchange.Error{Status: http.StatusTooManyRequests, Message: "too many requests"}
+)
+
+// Wrap returns a handler that answers 403 to clients a denies and 429 (with
+// Retry-After) to requests over l's rate, and passes the rest to next.
+// Either of l and a may be nil.
+func Wrap(next exchange.Handler, l *Limiter, a *ACL) exchange.Handler {
+	return exchange.HandlerFunc(func(x exchange.Exchange) error {
+		if a != nil && !a.Allowed(clientAddr(x, a.TrustedProxies)) {
+			return errForbidden
+		}
+		if l != nil {
+			if ok, wait := l.Allow(x); !ok {
+				x.SetResponseHeader("Retry-After", retryAfter(wait))
+				return errTooMany
+			}
+		}
+		return next.ServeExchange(x)
+	})
+}
+
+// retryAfter renders a wait in whole seconds, rounded up, at least 1.
+func retryAfter(d time.Duration) string {
+	s := int64((d + time.Second - 1) / time.Second)
+	if s < 1 {
+		s = 1
+	}
+	if s < int64(len(smallSeconds)) {
+		return smallSeconds[s]
+	}
+	return strconv.FormatInt(s, 10)
+}
+
+var smallSeconds = func() []string {
+	s := make([]string, 61)
+	for i := range s {
+		s[i] = strconv.Itoa(i)
+	}
+	return s
+}()

@@ -1,0 +1,114 @@
+package host
+
+import (
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strings"
+
+	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/gateway"
+	"github.com/sluicehq/sluice/host/proxy"
+)
+
+// newProxy maps a `proxy {}` block onto the proxy handler.
+func newProxy(p *config.Proxy, routePath string, log *slog.Logger) (*proxy.Handler, error) {
+	o := proxy.Options{
+		Balance:               p.Balance,
+		HashHeader:            p.HashHeader,
+		Cookie:                p.Cookie,
+		Timeout:               p.Timeout,
+		DialTimeout:           p.DialTimeout,
+		TLSHandshakeTimeout:   p.TLSHandshakeTimeout,
+		ResponseHeaderTimeout: p.ResponseHeaderTimeout,
+		IdleTimeout:           p.IdleTimeout,
+		MaxIdleConns:          p.MaxIdleConns,
+		MaxConns:              p.MaxConns,
+		Tries:                 p.Tries,
+		TryDuration:           p.TryDuration,
+		Buffering:             p.Buffering,
+		MaxBody:               p.MaxBody,
+		StripPrefix:           p.StripPrefix,
+		HostHeader:            p.HostHeader,
+		HeaderUp:              headerOps(p.HeaderUp),
+		HeaderDown:            headerOps(p.HeaderDown),
+		Logger:                log.With("route", routePath),
+	}
+	for _, u := range p.Upstreams {
+		o.Upstreams = append(o.Upstreams, proxy.Upstream{URL: u.URL, Weight: u.Weight})
+	}
+	if h := p.Health; h != nil {
+		o.Health = &proxy.HealthCheck{Path: h.Path, Interval: h.Interval, Timeout: h.Timeout,
+			ExpectStatus: h.ExpectStatus, Rise: h.Rise, Fall: h.Fall}
+	}
+	if ps := p.Passive; ps != nil {
+		o.Passive = &proxy.Passive{MaxFails: ps.MaxFails, CoolDown: ps.FailTimeout}
+	}
+	if t := p.TLS; t != nil {
+		o.TLS = &proxy.TLSOptions{CAFile: t.CA, ServerName: t.ServerName, CertFile: t.Cert,
+			KeyFile: t.Key, InsecureSkipVerify: t.InsecureSkipVerify}
+	}
+	var err error
+	if o.TrustedProxies, err = prefixes(p.TrustedProxies); err != nil {
+		return nil, err
+	}
+	return proxy.New(o)
+}
+
+func headerOps(h *config.HeaderOps) proxy.HeaderOps {
+	if h == nil {
+		return proxy.HeaderOps{}
+	}
+	return proxy.HeaderOps{Set: h.Set, Add: h.Add, Remove: h.Remove}
+}
+
+// prefixes parses IP addresses and CIDR prefixes (checked by config).
+func prefixes(list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range list {
+		if !strings.Contains(s, "/") {
+			a, err := netip.ParseAddr(s)
+			if err != nil {
+				return nil, fmt.Errorf("trusted proxy %q: %w", s, err)
+			}
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("trusted proxy %q: %w", s, err)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+// gatewayFor wraps a route's handler with its allow/deny list and rate
+// limit. ACLs and address-keyed limits run before the filters; a limit
+// keyed by "consumer" runs after them, since an auth filter sets the
+// consumer. inner wraps the native handler, outer the whole chain.
+func gatewayFor(r *config.Route) (inner, outer func(exchange.Handler) exchange.Handler, err error) {
+	id := func(h exchange.Handler) exchange.Handler { return h }
+	inner, outer = id, id
+	var acl *gateway.ACL
+	if len(r.Allow) > 0 || len(r.Deny) > 0 {
+		if acl, err = gateway.NewACL(r.Allow, r.Deny); err != nil {
+			return nil, nil, err
+		}
+	}
+	var lim *gateway.Limiter
+	if rl := r.RateLimit; rl != nil {
+		if lim, err = gateway.NewLimiter(gateway.RateLimit{Rate: rl.Rate, Burst: rl.Burst, Key: rl.Key, MaxKeys: rl.MaxKeys}); err != nil {
+			return nil, nil, err
+		}
+	}
+	if lim != nil && r.RateLimit.Key == "consumer" {
+		inner = func(h exchange.Handler) exchange.Handler { return gateway.Wrap(h, lim, nil) }
+		lim = nil
+	}
+	if acl != nil || lim != nil {
+		outer = func(h exchange.Handler) exchange.Handler { return gateway.Wrap(h, lim, acl) }
+	}
+	return inner, outer, nil
+}

@@ -1,0 +1,382 @@
+package observe
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/trace"
+)
+
+// AccessLogOptions configure OpenAccessLog.
+type AccessLogOptions struct {
+	// Format is "json" (one object per line, the default when "") or
+	// "clf" (the combined log format, then host, site, route, duration,
+	// trace and span ids as key=value pairs).
+	Format string
+	// Output is "stderr" (the default when ""), "stdout" or a file path,
+	// opened for appending and created with mode 0644.
+	Output string
+	// Writer, when set, replaces Output (tests).
+	Writer io.Writer
+	// FlushInterval is the longest a line waits in the buffer; 0 means 1s.
+	FlushInterval time.Duration
+	// BufferSize is the write buffer; 0 means 64 KiB. A full buffer is
+	// written at once.
+	BufferSize int
+}
+
+// AccessLog writes one line per request through a buffer that is flushed
+// when full and every FlushInterval. Lines are formatted by appending
+// into pooled byte slices; a request does not allocate here.
+type AccessLog struct {
+	clf      bool
+	output   string
+	interval time.Duration
+
+	mu   sync.Mutex // guards w, f and the bytes written through them
+	w    *bufio.Writer
+	f    *os.File // nil for stderr, stdout and Writer
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+// OpenAccessLog opens the output and starts the periodic flush.
+func OpenAccessLog(o AccessLogOptions) (*AccessLog, error) {
+	l := &AccessLog{output: o.Output, interval: o.FlushInterval, done: make(chan struct{})}
+	switch o.Format {
+	case "", "json":
+	case "clf":
+		l.clf = true
+	default:
+		return nil, fmt.Errorf("access log: format %q: want \"json\" or \"clf\"", o.Format)
+	}
+	if l.interval <= 0 {
+		l.interval = time.Second
+	}
+	size := o.BufferSize
+	if size <= 0 {
+		size = 64 << 10
+	}
+	var out io.Writer
+	switch {
+	case o.Writer != nil:
+		out = o.Writer
+	case o.Output == "" || o.Output == "stderr":
+		out = os.Stderr
+	case o.Output == "stdout":
+		out = os.Stdout
+	default:
+		f, err := openLogFile(o.Output)
+		if err != nil {
+			return nil, err
+		}
+		l.f, out = f, f
+	}
+	l.w = bufio.NewWriterSize(out, size)
+	l.wg.Add(1)
+	go l.flushLoop()
+	return l, nil
+}
+
+func openLogFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("access log: %w", err)
+	}
+	return f, nil
+}
+
+func (l *AccessLog) flushLoop() {
+	defer l.wg.Done()
+	t := time.NewTicker(l.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			_ = l.Flush()
+		case <-l.done:
+			return
+		}
+	}
+}
+
+// Flush writes the buffered lines out.
+func (l *AccessLog) Flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Flush()
+}
+
+// Reopen flushes and closes the log file and opens the same path again,
+// for log rotation (SIGUSR1): the rotator renames the file, then signals.
+// For stderr and stdout it only flushes. On error the old file is kept.
+func (l *AccessLog) Reopen() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	err := l.w.Flush()
+	if l.f == nil {
+		return err
+	}
+	f, oerr := openLogFile(l.output)
+	if oerr != nil {
+		return errors.Join(err, oerr)
+	}
+	old := l.f
+	l.f = f
+	l.w.Reset(f)
+	return errors.Join(err, old.Close())
+}
+
+// Close stops the periodic flush, flushes, and closes the file.
+func (l *AccessLog) Close() error {
+	if l == nil {
+		return nil
+	}
+	select {
+	case <-l.done:
+		return nil
+	default:
+		close(l.done)
+	}
+	l.wg.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	err := l.w.Flush()
+	if l.f != nil {
+		err = errors.Join(err, l.f.Close())
+		l.f = nil
+	}
+	return err
+}
+
+// Entry is one request as the access log sees it. Byte slices may alias
+// the exchange's buffers: Log formats them before it returns and keeps
+// nothing.
+type Entry struct {
+	Time      time.Time // when the request started
+	Duration  time.Duration
+	Remote    net.Addr
+	Method    []byte
+	URI       []byte
+	Proto     string
+	Status    int
+	Bytes     int64
+	Host      []byte
+	UserAgent []byte
+	Referer   []byte
+	Site      string
+	Route     string
+	TraceID   trace.TraceID // zero when the request was not traced
+	SpanID    trace.SpanID
+}
+
+var linePool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// Log writes e as one line.
+func (l *AccessLog) Log(e *Entry) {
+	bp := linePool.Get().(*[]byte)
+	b := (*bp)[:0]
+	if l.clf {
+		b = AppendCLF(b, e)
+	} else {
+		b = AppendJSON(b, e)
+	}
+	l.mu.Lock()
+	_, _ = l.w.Write(b)
+	l.mu.Unlock()
+	if cap(b) <= 16<<10 { // don't keep a buffer grown by one odd request
+		*bp = b
+		linePool.Put(bp)
+	}
+}
+
+// AppendJSON appends e as a JSON object and a newline.
+func AppendJSON(b []byte, e *Entry) []byte {
+	b = append(b, `{"time":"`...)
+	b = e.Time.AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+	b = append(b, `","remote_addr":"`...)
+	b = appendAddr(b, e.Remote, true)
+	b = append(b, `","method":`...)
+	b = appendJSONString(b, e.Method)
+	b = append(b, `,"uri":`...)
+	b = appendJSONString(b, e.URI)
+	b = append(b, `,"proto":"`...)
+	b = append(b, e.Proto...)
+	b = append(b, `","status":`...)
+	b = strconv.AppendInt(b, int64(e.Status), 10)
+	b = append(b, `,"bytes":`...)
+	b = strconv.AppendInt(b, e.Bytes, 10)
+	b = append(b, `,"duration":`...)
+	b = strconv.AppendFloat(b, e.Duration.Seconds(), 'f', -1, 64)
+	b = append(b, `,"host":`...)
+	b = appendJSONString(b, e.Host)
+	b = append(b, `,"user_agent":`...)
+	b = appendJSONString(b, e.UserAgent)
+	b = append(b, `,"referer":`...)
+	b = appendJSONString(b, e.Referer)
+	b = append(b, `,"site":`...)
+	b = appendJSONString(b, e.Site)
+	b = append(b, `,"route":`...)
+	b = appendJSONString(b, e.Route)
+	if e.TraceID.IsValid() {
+		b = append(b, `,"trace_id":"`...)
+		b = appendHex(b, e.TraceID[:])
+		b = append(b, `","span_id":"`...)
+		b = appendHex(b, e.SpanID[:])
+		b = append(b, '"')
+	}
+	return append(b, "}\n"...)
+}
+
+// AppendCLF appends e in the combined log format, then
+// ` host="…" site="…" route="…" duration=SECONDS trace_id=… span_id=…`
+// ("-" for ids when untraced) and a newline. Quoted values escape '"',
+// '\' and bytes outside printable ASCII as \xHH, as nginx does.
+func AppendCLF(b []byte, e *Entry) []byte {
+	b = appendAddr(b, e.Remote, false)
+	b = append(b, " - - ["...)
+	b = e.Time.AppendFormat(b, "02/Jan/2006:15:04:05 -0700")
+	b = append(b, `] "`...)
+	b = appendCLFEscaped(b, e.Method)
+	b = append(b, ' ')
+	b = appendCLFEscaped(b, e.URI)
+	b = append(b, ' ')
+	b = append(b, e.Proto...)
+	b = append(b, `" `...)
+	b = strconv.AppendInt(b, int64(e.Status), 10)
+	b = append(b, ' ')
+	if e.Bytes > 0 {
+		b = strconv.AppendInt(b, e.Bytes, 10)
+	} else {
+		b = append(b, '-')
+	}
+	b = append(b, ` "`...)
+	b = appendCLFOrDash(b, e.Referer)
+	b = append(b, `" "`...)
+	b = appendCLFOrDash(b, e.UserAgent)
+	b = append(b, `" host="`...)
+	b = appendCLFOrDash(b, e.Host)
+	b = append(b, `" site="`...)
+	b = appendCLFEscaped(b, e.Site)
+	b = append(b, `" route="`...)
+	b = appendCLFEscaped(b, e.Route)
+	b = append(b, `" duration=`...)
+	b = strconv.AppendFloat(b, e.Duration.Seconds(), 'f', 6, 64)
+	b = append(b, " trace_id="...)
+	if e.TraceID.IsValid() {
+		b = appendHex(b, e.TraceID[:])
+		b = append(b, " span_id="...)
+		b = appendHex(b, e.SpanID[:])
+	} else {
+		b = append(b, "- span_id=-"...)
+	}
+	return append(b, '\n')
+}
+
+// appendAddr appends the IP (and the port, when withPort) of a.
+func appendAddr(b []byte, a net.Addr, withPort bool) []byte {
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		ap := a.AddrPort()
+		if withPort {
+			return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).AppendTo(b)
+		}
+		return ap.Addr().Unmap().AppendTo(b)
+	case nil:
+		return append(b, '-')
+	}
+	s := a.String()
+	if !withPort {
+		if h, _, err := net.SplitHostPort(s); err == nil {
+			s = h
+		}
+	}
+	return appendJSONInner(b, s)
+}
+
+const (
+	hexDigits = "0123456789abcdef"
+	upperHex  = "0123456789ABCDEF"
+)
+
+func appendHex(b []byte, p []byte) []byte {
+	for _, c := range p {
+		b = append(b, hexDigits[c>>4], hexDigits[c&15])
+	}
+	return b
+}
+
+func appendJSONString[T []byte | string](b []byte, s T) []byte {
+	b = append(b, '"')
+	b = appendJSONInner(b, s)
+	return append(b, '"')
+}
+
+// appendJSONInner escapes s for a JSON string: quotes, backslashes,
+// control characters; invalid UTF-8 becomes U+FFFD.
+func appendJSONInner[T []byte | string](b []byte, s T) []byte {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c >= 0x20 && c != 0x7f:
+				b = append(b, c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
+			}
+			i++
+			continue
+		}
+		var r rune
+		var n int
+		switch v := any(s).(type) {
+		case string:
+			r, n = utf8.DecodeRuneInString(v[i:])
+		case []byte:
+			r, n = utf8.DecodeRune(v[i:])
+		}
+		if r == utf8.RuneError && n == 1 {
+			b = append(b, `\ufffd`...)
+		} else {
+			b = append(b, s[i:i+n]...)
+		}
+		i += n
+	}
+	return b
+}
+
+func appendCLFOrDash(b, s []byte) []byte {
+	if len(s) == 0 {
+		return append(b, '-')
+	}
+	return appendCLFEscaped(b, s)
+}
+
+func appendCLFEscaped[T []byte | string](b []byte, s T) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			b = append(b, '\\', 'x', upperHex[c>>4], upperHex[c&15])
+			continue
+		}
+		b = append(b, c)
+	}
+	return b
+}

@@ -1,0 +1,29 @@
+// Package proxy is sluice's native reverse proxy: the handler a route's
+// proxy block becomes. It picks an upstream with a load-balancing policy,
+// forwards the request, relays the response (streamed by default), retries
+// what can safely be retried, and keeps track of upstream health, actively
+// (periodic checks) and passively (ejecting upstreams that keep failing).
+//
+// Where it sits on the request path: it is a native handler, the last step
+// of a route, after the request filters and the gateway (rate limits,
+// allow/deny) and before the response filters, which read and may replace
+// what it produced. It is written against exchange.Exchange, so it runs
+// unchanged behind the fasthttp engine (HTTP/1.1) and net/http (HTTP/2),
+// and it returns *exchange.Error (502, 503, 504, 413) for the host to
+// render; the messages it gives clients never name an upstream.
+//
+// The fast path: HTTP/1.1 upstreams are reached through a fasthttp
+// HostClient per upstream (pooled keep-alive connections) driven by this
+// package's own round trip, so that a small response costs no allocation
+// and a large or open-ended one streams to the client without a goroutine
+// of its own (exchange.SendReader). HTTP/2 upstreams (h2c://, gRPC, https
+// with Options.HTTP2) go through golang.org/x/net/http2, which carries
+// trailers. WebSocket and other upgrades are relayed byte for byte.
+//
+// Layout: balance policies live in internal/balance, health checking in
+// internal/health, the client-address logic shared with the gateway in
+// forwarded.
+//
+// It imports host/exchange and libraries only: never config (the host maps
+// HCL onto Options) nor runtime.
+package proxy

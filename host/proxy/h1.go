@@ -1,0 +1,464 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicehq/sluice/host/proxy/internal/balance"
+	"github.com/sluicehq/sluice/host/proxy/internal/health"
+	"github.com/valyala/fasthttp"
+	"golang.org/x/net/http2"
+)
+
+// upstream is one server and the client that talks to it: a fasthttp
+// HostClient for HTTP/1.1, an x/net/http2 Transport for HTTP/2.
+type upstream struct {
+	h       *Handler
+	t       target
+	node    *balance.Node
+	passive health.Passive
+
+	requests, failures atomic.Uint64
+
+	hc      *fasthttp.HostClient // HTTP/1.1
+	probeHC *fasthttp.HostClient // HTTP/1.1 health checks, on their own connections
+	h2      *http2.Transport     // HTTP/2 (h2c, or https with HTTP2)
+	tls     *tls.Config          // https upstreams
+
+	open, busy atomic.Int64 // connections open, and checked out
+
+	cookie, cookieTLS string // sticky Set-Cookie values
+}
+
+func newUpstream(h *Handler, t target, weight int) (*upstream, error) {
+	id := fmt.Sprintf("%016x", balance.HashString(t.raw))
+	u := &upstream{h: h, t: t, node: balance.NewNode(id, weight)}
+	u.cookie = h.cookieName + "=" + id + "; Path=/; HttpOnly; SameSite=Lax"
+	u.cookieTLS = u.cookie + "; Secure"
+	useH2 := t.scheme == "h2c" || (t.scheme == "https" && h.opts.HTTP2)
+	if t.scheme == "https" {
+		alpn := []string{"http/1.1"}
+		if useH2 {
+			alpn = []string{"h2"}
+		}
+		cfg, err := h.opts.tlsConfig(alpn)
+		if err != nil {
+			return nil, err
+		}
+		if cfg.ServerName == "" {
+			host, _, err := net.SplitHostPort(t.addr)
+			if err != nil {
+				return nil, err
+			}
+			cfg.ServerName = host
+		}
+		u.tls = cfg
+	}
+	if useH2 {
+		u.h2 = newH2Transport(u)
+		return u, nil
+	}
+	maxConns := h.s.maxConns
+	var wait time.Duration
+	if maxConns == 0 {
+		maxConns = math.MaxInt32
+	} else {
+		wait = h.s.timeout
+	}
+	u.hc = &fasthttp.HostClient{
+		Addr:                          t.addr,
+		DialTimeout:                   u.dial,
+		MaxConns:                      maxConns,
+		MaxConnWaitTimeout:            wait,
+		MaxIdleConnDuration:           h.s.idleTimeout,
+		MaxIdemponentCallAttempts:     1, // retries are ours
+		ReadBufferSize:                16 << 10,
+		DisableHeaderNamesNormalizing: true,
+		DisablePathNormalizing:        true,
+		NoDefaultUserAgentHeader:      true,
+		ConnPoolStrategy:              fasthttp.LIFO,
+	}
+	if h.opts.Health != nil {
+		u.probeHC = &fasthttp.HostClient{
+			Addr: t.addr,
+			DialTimeout: func(addr string, timeout time.Duration) (net.Conn, error) {
+				return u.dialRaw(context.Background(), addr, timeout, u.tls)
+			},
+			MaxConns:                  4,
+			MaxIdleConnDuration:       h.s.idleTimeout,
+			MaxIdemponentCallAttempts: 1,
+			ReadBufferSize:            16 << 10,
+			NoDefaultUserAgentHeader:  true,
+		}
+	}
+	return u, nil
+}
+
+func (u *upstream) closeIdle() {
+	if u.hc != nil {
+		u.hc.CloseIdleConnections()
+	}
+	if u.probeHC != nil {
+		u.probeHC.CloseIdleConnections()
+	}
+	if u.h2 != nil {
+		u.h2.CloseIdleConnections()
+	}
+}
+
+// dial connects for the HostClient, counting open connections so that
+// idle ones beyond MaxIdleConns are closed rather than pooled.
+func (u *upstream) dial(addr string, timeout time.Duration) (net.Conn, error) {
+	c, err := u.dialRaw(context.Background(), addr, timeout, u.tls)
+	if err != nil {
+		return nil, err
+	}
+	u.open.Add(1)
+	return &countedConn{Conn: c, u: u}, nil
+}
+
+// dialRaw connects to addr, and completes a TLS handshake when cfg is set.
+// Its errors are *dialError.
+func (u *upstream) dialRaw(ctx context.Context, addr string, timeout time.Duration, cfg *tls.Config) (net.Conn, error) {
+	dt := u.h.s.dialTimeout
+	if timeout > 0 && timeout < dt {
+		dt = timeout
+	}
+	d := net.Dialer{Timeout: dt, KeepAlive: 30 * time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, &dialError{err}
+	}
+	if cfg != nil {
+		tc := tls.Client(c, cfg)
+		hctx, cancel := context.WithTimeout(ctx, u.h.s.tlsTimeout)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			c.Close()
+			return nil, &dialError{fmt.Errorf("tls handshake: %w", err)}
+		}
+		c = tc
+	}
+	return c, nil
+}
+
+type countedConn struct {
+	net.Conn
+	u      *upstream
+	closed atomic.Bool
+	// wdl records a write deadline left set by an earlier request. Only
+	// the request holding the connection touches it.
+	wdl bool
+}
+
+func (c *countedConn) Close() error {
+	if !c.closed.Swap(true) {
+		c.u.open.Add(-1)
+	}
+	return c.Conn.Close()
+}
+
+// keep ends a connection's checkout and reports whether it goes back to
+// the pool: only when it can be reused and MaxIdleConns allows.
+func (u *upstream) keep(reusable bool) bool {
+	busy := u.busy.Add(-1)
+	return reusable && u.open.Load()-busy <= int64(u.h.s.maxIdle)
+}
+
+// serveH1 sends the request to an HTTP/1.1 upstream.
+func (u *upstream) serveH1(s *state, deadline time.Time) (phase, error) {
+	if !s.h1Built {
+		s.toH2 = false
+		s.req.Header.SetMethodBytes(s.x.Method())
+		s.req.Header.SetRequestURIBytes(s.uri)
+		s.buildHeaders()
+		s.applyOps(&s.h.headerUp)
+		s.h1Built = true
+	}
+	if !s.h.upSetsHost {
+		if s.h.keepHost {
+			s.req.Header.SetHostBytes(s.x.Host())
+		} else {
+			s.req.Header.SetHost(u.t.host)
+		}
+	}
+	if s.bodyLen != 0 {
+		s.req.SetBodyStream(s.body, int(s.bodyLen))
+	}
+	return u.roundTrip(s, deadline)
+}
+
+const maxInterim = 16 // 1xx responses skipped before the final one
+
+// staleAfter is the idle time after which a pooled connection is checked
+// before reuse; busy connections are reused without a look.
+const staleAfter = 200 * time.Millisecond
+
+// roundTrip is one HTTP/1.1 exchange on a pooled connection. It writes
+// the response to the client's exchange: whole when it is small (or
+// Buffering is on), else as a stream that holds the connection until the
+// client has it all.
+func (u *upstream) roundTrip(s *state, deadline time.Time) (phase, error) {
+	hc := u.hc
+	cc, err := hc.AcquireConn(time.Until(deadline), false)
+	for tries := 0; err == nil && tries < 4 && time.Since(cc.LastUseTime()) > staleAfter && !alive(cc.Conn()); tries++ {
+		// The upstream closed it while it sat idle: sending on it would
+		// fail after the fact, and a POST could then not be retried.
+		hc.CloseConn(cc)
+		cc, err = hc.AcquireConn(time.Until(deadline), false)
+	}
+	if err != nil {
+		return phaseConn, err
+	}
+	u.busy.Add(1)
+	conn := cc.Conn()
+	hdrDeadline := time.Now().Add(u.h.s.headerTimeout)
+	if hdrDeadline.After(deadline) {
+		hdrDeadline = deadline
+	}
+	cnt, _ := conn.(*countedConn)
+	if s.bodyLen == 0 {
+		// A request without a body fits the socket buffer of a connection
+		// whose previous exchange is complete: its write cannot block, and
+		// only the wait for the answer needs a deadline.
+		if cnt == nil || cnt.wdl {
+			err = conn.SetDeadline(hdrDeadline)
+		} else {
+			err = conn.SetReadDeadline(hdrDeadline)
+		}
+	} else {
+		// The header wait starts once the body is sent.
+		err = conn.SetWriteDeadline(deadline)
+		if cnt != nil {
+			cnt.wdl = true
+		}
+	}
+	if err == nil {
+		bw := hc.AcquireWriter(conn)
+		err = s.req.Write(bw)
+		if err == nil {
+			err = bw.Flush()
+		}
+		hc.ReleaseWriter(bw)
+	}
+	if err != nil {
+		u.keep(false)
+		hc.CloseConn(cc)
+		return phaseSend, err
+	}
+	if s.bodyLen != 0 {
+		hdrDeadline = time.Now().Add(u.h.s.headerTimeout)
+		if hdrDeadline.After(deadline) {
+			hdrDeadline = deadline
+		}
+		if err := conn.SetReadDeadline(hdrDeadline); err != nil {
+			u.keep(false)
+			hc.CloseConn(cc)
+			return phaseWait, err
+		}
+	}
+
+	br := hc.AcquireReader(conn)
+	resp := fasthttp.AcquireResponse()
+	resp.Header.DisableNormalizing()
+	for n := 0; ; n++ {
+		err = resp.Header.Read(br)
+		if err != nil {
+			break
+		}
+		if st := resp.Header.StatusCode(); st >= 200 || st == http.StatusSwitchingProtocols || n >= maxInterim {
+			break
+		}
+	}
+	if err != nil {
+		fasthttp.ReleaseResponse(resp)
+		hc.ReleaseReader(br)
+		u.keep(false)
+		hc.CloseConn(cc)
+		return phaseWait, err
+	}
+
+	x := s.x
+	status := resp.Header.StatusCode()
+	cl := resp.Header.ContentLength() // -1 chunked, -2 until close
+
+	if noBody(status, s.head) {
+		reuse := !resp.Header.ConnectionClose()
+		s.writeH1Header(u, resp, status)
+		if s.head && status != http.StatusNoContent && status != http.StatusNotModified {
+			if cl < 0 {
+				cl = -1
+			}
+			x.SendReader(http.NoBody, int64(cl))
+		}
+		fasthttp.ReleaseResponse(resp)
+		hc.ReleaseReader(br)
+		if u.keep(reuse) {
+			hc.ReleaseConn(cc)
+		} else {
+			hc.CloseConn(cc)
+		}
+		u.node.InFlight.Add(-1)
+		return phaseWait, nil
+	}
+
+	if (cl >= 0 && cl <= bufferLimit) || u.h.opts.Buffering {
+		if cl < 0 || br.Buffered() < cl {
+			err = conn.SetReadDeadline(time.Now().Add(u.h.s.timeout))
+		}
+		if err == nil {
+			err = resp.ReadBody(br, 0)
+		}
+		if err == nil && cl == -1 {
+			err = resp.Header.ReadTrailer(br)
+		}
+		hc.ReleaseReader(br)
+		if err != nil {
+			fasthttp.ReleaseResponse(resp)
+			u.keep(false)
+			hc.CloseConn(cc)
+			return phaseWait, err
+		}
+		if u.keep(cl != -2 && !resp.Header.ConnectionClose()) {
+			hc.ReleaseConn(cc)
+		} else {
+			hc.CloseConn(cc)
+		}
+		s.writeH1Header(u, resp, status)
+		x.Write(resp.Body())
+		fasthttp.ReleaseResponse(resp)
+		u.node.InFlight.Add(-1)
+		return phaseWait, nil
+	}
+
+	// Stream: the connection stays checked out until the body is done.
+	resp.StreamBody = true
+	_ = resp.ReadBody(br, 0) // only sets up the stream
+	b := bodyPool.Get().(*h1Body)
+	b.u, b.resp, b.br, b.conn, b.rs = u, resp, br, conn, resp.BodyStream()
+	b.release = func(reuse bool) {
+		if u.keep(reuse) {
+			hc.ReleaseConn(cc)
+		} else {
+			hc.CloseConn(cc)
+		}
+	}
+	s.writeH1Header(u, resp, status)
+	if len(resp.Header.PeekTrailerKeys()) > 0 {
+		for _, k := range resp.Header.PeekTrailerKeys() {
+			x.AddResponseHeaderBytes([]byte("Trailer"), k)
+		}
+	}
+	if cl < 0 {
+		cl = -1
+	}
+	x.SendReader(b, int64(cl))
+	return phaseWait, nil
+}
+
+// writeH1Header copies status and end-to-end headers to the client.
+func (s *state) writeH1Header(u *upstream, resp *fasthttp.Response, status int) {
+	x := s.x
+	x.SetStatus(status)
+	conn := resp.Header.Peek("Connection")
+	for k, v := range resp.Header.All() {
+		if hopByHop(k) || equalFold(k, "content-length") || listed(conn, k) {
+			continue
+		}
+		x.AddResponseHeaderBytes(k, v)
+	}
+	s.writeHeaderDown(u)
+}
+
+// h1Body streams an HTTP/1.1 upstream's body to the client; closing it
+// returns the connection to the pool when the body was read to its end.
+type h1Body struct {
+	u       *upstream
+	resp    *fasthttp.Response
+	rs      io.Reader
+	br      *bufio.Reader
+	conn    net.Conn
+	release func(reuse bool)
+	eof     bool
+}
+
+var bodyPool = sync.Pool{New: func() any { return new(h1Body) }}
+
+func (b *h1Body) Read(p []byte) (int, error) {
+	if b.br.Buffered() == 0 {
+		// Timeout bounds each wait for more of the body, not its whole.
+		_ = b.conn.SetReadDeadline(time.Now().Add(b.u.h.s.timeout))
+	}
+	n, err := b.rs.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	} else if err != nil {
+		b.u.failures.Add(1)
+		b.u.h.log.Debug("proxy: upstream body failed", "upstream", b.u.t.raw, "error", err)
+	}
+	return n, err
+}
+
+// VisitTrailers reports the trailers of a chunked body.
+func (b *h1Body) VisitTrailers(fn func(name, value []byte)) {
+	for _, k := range b.resp.Header.PeekTrailerKeys() {
+		if v := b.resp.Header.PeekBytes(k); v != nil {
+			fn(k, v)
+		}
+	}
+}
+
+func (b *h1Body) Close() error {
+	reuse := b.eof && !b.resp.Header.ConnectionClose()
+	_ = b.resp.CloseBodyStream()
+	b.u.hc.ReleaseReader(b.br)
+	b.release(reuse)
+	fasthttp.ReleaseResponse(b.resp)
+	b.u.node.InFlight.Add(-1)
+	*b = h1Body{}
+	bodyPool.Put(b)
+	return nil
+}
+
+// probe is one active health check.
+func (u *upstream) probe(ctx context.Context, path string) (int, error) {
+	if u.h2 != nil {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.h2Scheme()+"://"+u.t.addr+path, nil)
+		if err != nil {
+			return 0, err
+		}
+		req.Host = u.t.host
+		resp, err := u.h2.RoundTrip(req)
+		if err != nil {
+			return 0, err
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI("http://" + u.t.addr + path)
+	req.Header.SetHost(u.t.host)
+	req.Header.Set("User-Agent", "sluice-health-check")
+	timeout := 2 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	if err := u.probeHC.DoTimeout(req, resp, timeout); err != nil {
+		return 0, err
+	}
+	return resp.StatusCode(), nil
+}

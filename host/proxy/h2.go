@@ -1,0 +1,184 @@
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"golang.org/x/net/http2"
+)
+
+// newH2Transport returns the HTTP/2 client of an h2c:// upstream, or of an
+// https:// one with Options.HTTP2.
+func newH2Transport(u *upstream) *http2.Transport {
+	t := &http2.Transport{
+		DisableCompression: true,
+		IdleConnTimeout:    u.h.s.idleTimeout,
+		ReadIdleTimeout:    30 * time.Second, // ping a quiet connection
+		PingTimeout:        15 * time.Second,
+	}
+	if u.t.scheme == "h2c" {
+		t.AllowHTTP = true
+		t.DialTLSContext = func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+			return u.dialRaw(ctx, u.t.addr, 0, nil)
+		}
+	} else {
+		t.TLSClientConfig = u.tls
+		t.DialTLSContext = func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+			return u.dialRaw(ctx, u.t.addr, 0, u.tls)
+		}
+	}
+	return t
+}
+
+func (u *upstream) h2Scheme() string {
+	if u.t.scheme == "h2c" {
+		return "http"
+	}
+	return "https"
+}
+
+// serveH2 sends the request to an HTTP/2 upstream.
+func (u *upstream) serveH2(s *state, deadline time.Time) (phase, error) {
+	x := s.x
+	if s.h2Header == nil {
+		s.toH2 = true
+		s.h2Header = make(http.Header, 16)
+		s.buildHeaders()
+		s.applyOps(&s.h.headerUp)
+		s.toH2 = false
+		s.h2URI = string(s.uri)
+	}
+	ru, err := url.ParseRequestURI(s.h2URI)
+	if err != nil {
+		return phaseConn, err
+	}
+	ru.Scheme, ru.Host = u.h2Scheme(), u.t.addr
+	base := x.Context()
+	if _, ok := base.(*fasthttp.RequestCtx); ok {
+		// Its Done is the server's, not the client's; deriving from it
+		// would cost a watcher goroutine per request.
+		base = context.Background()
+	}
+	ctx, cancel := context.WithCancelCause(base)
+	req := &http.Request{
+		Method:     string(x.Method()),
+		URL:        ru,
+		Proto:      "HTTP/2.0",
+		ProtoMajor: 2,
+		Header:     s.h2Header.Clone(),
+		Host:       u.t.host,
+	}
+	if s.h.keepHost {
+		req.Host = string(x.Host())
+	}
+	if v := req.Header.Get("Host"); v != "" {
+		req.Host = v // set by HeaderUp
+		req.Header.Del("Host")
+	}
+	if s.bodyLen != 0 {
+		// The transport may read the body after this request's state is
+		// recycled (until the stream ends), so it gets its own reader.
+		lim := s.lim
+		req.Body = io.NopCloser(&lim)
+		req.ContentLength = s.bodyLen
+		defer func() { s.lim.exceeded = s.lim.exceeded || lim.exceeded }()
+	}
+	req = req.WithContext(ctx)
+	wait := time.Until(deadline)
+	if wait > s.h.s.headerTimeout {
+		wait = s.h.s.headerTimeout
+	}
+	timer := time.AfterFunc(wait, func() { cancel(errHeaderTimeout) })
+	resp, err := u.h2.RoundTrip(req)
+	timer.Stop()
+	if err != nil {
+		cause := context.Cause(ctx)
+		cancel(nil)
+		var de *dialError
+		switch {
+		case errors.Is(cause, errHeaderTimeout):
+			return phaseWait, errHeaderTimeout
+		case errors.As(err, &de):
+			return phaseConn, err
+		}
+		return phaseWait, err
+	}
+
+	x.SetStatus(resp.StatusCode)
+	for k, vs := range resp.Header {
+		kb := []byte(k)
+		if hopByHop(kb) || k == "Content-Length" {
+			continue
+		}
+		for _, v := range vs {
+			x.AddResponseHeader(k, v)
+		}
+	}
+	for k := range resp.Trailer {
+		x.AddResponseHeader("Trailer", k)
+	}
+	s.writeHeaderDown(u)
+	if noBody(resp.StatusCode, s.head) {
+		resp.Body.Close()
+		cancel(nil)
+		if s.head && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotModified {
+			x.SendReader(http.NoBody, resp.ContentLength)
+		}
+		u.node.InFlight.Add(-1)
+		return phaseWait, nil
+	}
+	b := &h2Body{u: u, resp: resp, cancel: cancel}
+	b.idle = time.AfterFunc(s.h.s.timeout, func() { cancel(errHeaderTimeout) })
+	size := resp.ContentLength
+	if len(resp.Trailer) > 0 {
+		size = -1 // trailers need a chunked body on HTTP/1.1
+	}
+	x.SendReader(b, size)
+	return phaseWait, nil
+}
+
+// h2Body streams an HTTP/2 upstream's body, and then its trailers (gRPC's
+// status), to the client.
+type h2Body struct {
+	u      *upstream
+	resp   *http.Response
+	cancel context.CancelCauseFunc
+	idle   *time.Timer
+	once   sync.Once
+}
+
+func (b *h2Body) Read(p []byte) (int, error) {
+	b.idle.Reset(b.u.h.s.timeout)
+	n, err := b.resp.Body.Read(p)
+	if err != nil && err != io.EOF {
+		b.u.failures.Add(1)
+		b.u.h.log.Debug("proxy: upstream body failed", "upstream", b.u.t.raw, "error", err)
+	}
+	return n, err
+}
+
+func (b *h2Body) VisitTrailers(fn func(name, value []byte)) {
+	for k, vs := range b.resp.Trailer {
+		for _, v := range vs {
+			fn([]byte(k), []byte(v))
+		}
+	}
+}
+
+func (b *h2Body) Close() error {
+	b.once.Do(func() {
+		b.idle.Stop()
+		b.resp.Body.Close()
+		b.cancel(nil)
+		b.u.node.InFlight.Add(-1)
+	})
+	return nil
+}

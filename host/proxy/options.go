@@ -1,0 +1,367 @@
+package proxy
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/host/proxy/internal/balance"
+)
+
+// Options configure one proxy route. The zero value of each field means its
+// default, stated in the field's doc.
+type Options struct {
+	// Upstreams are the servers to proxy to; at least one.
+	Upstreams []Upstream
+
+	// Balance is the policy that picks an upstream: "round_robin"
+	// (default; smooth weighted), "least_conn", "random_two" (power of
+	// two choices on requests in flight), "ip_hash" (client address),
+	// "header_hash" (the HashHeader request header) or "cookie" (sticky).
+	Balance string
+	// HashHeader is the request header header_hash hashes; required for
+	// it. Requests without the header go round robin.
+	HashHeader string
+	// Cookie is the sticky cookie's name for Balance "cookie"; default
+	// "sluice_upstream".
+	Cookie string
+
+	// Timeout bounds the wait for an upstream's response headers, all
+	// tries included, and then each wait for more of its body: a body that
+	// keeps flowing is never cut, one that stalls for Timeout is. Default
+	// 60s.
+	Timeout time.Duration
+	// DialTimeout bounds connecting to an upstream; default 5s.
+	DialTimeout time.Duration
+	// TLSHandshakeTimeout bounds the TLS handshake with an https
+	// upstream; default 5s.
+	TLSHandshakeTimeout time.Duration
+	// ResponseHeaderTimeout bounds one try's wait for the response
+	// headers once the request is sent; default 30s.
+	ResponseHeaderTimeout time.Duration
+	// IdleTimeout closes upstream connections idle this long; default 90s.
+	// Keep it below the upstreams' own keep-alive timeout.
+	IdleTimeout time.Duration
+
+	// MaxIdleConns caps the idle keep-alive connections kept per
+	// upstream; default 512.
+	MaxIdleConns int
+	// MaxConns caps the connections per upstream (requests beyond it
+	// wait, up to Timeout); default 0, unlimited.
+	MaxConns int
+
+	// Tries is how many upstreams one request may be tried on; default 3.
+	// A request is tried again only when it failed before any byte of it
+	// was sent (a failed connect), or when its method is idempotent
+	// (RFC 9110, section 9.2.2) and its body can be sent again. A POST is
+	// never sent twice. A retry goes to an upstream not tried yet while
+	// one is available.
+	Tries int
+	// TryDuration is the time after the first try within which another
+	// may start; default 5s.
+	TryDuration time.Duration
+
+	// Health turns on active health checks when set.
+	Health *HealthCheck
+	// Passive configures ejection on consecutive failures; nil means the
+	// defaults. An upstream that is the only one of its route is never
+	// ejected (there would be nothing left to send to).
+	Passive *Passive
+
+	// TLS configures connections to https:// upstreams; nil means system
+	// roots and the upstream's host name.
+	TLS *TLSOptions
+	// HTTP2 makes https:// upstreams speak HTTP/2 (ALPN h2), as gRPC over
+	// TLS needs. h2c:// upstreams always speak HTTP/2; http:// ones never.
+	HTTP2 bool
+
+	// Buffering reads an HTTP/1.1 upstream's whole response before
+	// answering, freeing the upstream sooner. Default false: bodies
+	// stream, and event streams and chunked bodies reach the client as
+	// they come. Responses up to 64 KiB with a known length are read whole
+	// either way.
+	Buffering bool
+	// MaxBody limits the request body, in bytes; larger requests are
+	// answered 413. Default 0, no limit.
+	MaxBody int64
+	// StripPrefix is removed from the request path, at a segment
+	// boundary, before it is sent upstream ("/api" makes "/api/users"
+	// "/users").
+	StripPrefix string
+	// HostHeader is the Host sent upstream: "upstream" (default; the
+	// upstream's host:port) or "keep" (the client's).
+	HostHeader string
+	// HeaderUp edits the request headers sent upstream; HeaderDown the
+	// response headers sent to the client. Removals apply first, then
+	// Set, then Add.
+	HeaderUp, HeaderDown HeaderOps
+	// TrustedProxies are the peers whose X-Forwarded-For, -Proto, -Host
+	// and Forwarded headers are believed and extended. From any other
+	// peer, those headers are replaced.
+	TrustedProxies []netip.Prefix
+
+	// Logger receives upstream failures and health changes; nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Upstream is one server.
+type Upstream struct {
+	// URL is "http://host:port", "https://host:port" or "h2c://host:port"
+	// (HTTP/2 without TLS, for gRPC). It has no path.
+	URL string
+	// Weight is the upstream's share of requests; default 1.
+	Weight int
+}
+
+// HealthCheck configures active checks: a GET of Path on each upstream
+// every Interval.
+type HealthCheck struct {
+	// Path is requested on each upstream ("/health"); required.
+	Path string
+	// Interval between checks; default 5s.
+	Interval time.Duration
+	// Timeout per check; default 2s.
+	Timeout time.Duration
+	// ExpectStatus is the healthy status; default 200.
+	ExpectStatus int
+	// Rise successes in a row bring a down upstream back; default 2.
+	Rise int
+	// Fall failures in a row take an upstream down; default 3.
+	Fall int
+}
+
+// Passive configures passive health: an upstream that fails MaxFails
+// requests in a row (connect errors, timeouts, broken responses) is
+// ejected for CoolDown, then readmitted.
+type Passive struct {
+	// MaxFails in a row eject; default 3. Negative turns passive checks
+	// off.
+	MaxFails int
+	// CoolDown is how long an ejected upstream sits out; default 30s.
+	CoolDown time.Duration
+}
+
+// TLSOptions configure connections to https:// upstreams. TLS 1.2 is the
+// minimum.
+type TLSOptions struct {
+	// CAFile is a PEM bundle of roots to verify upstreams with, instead of
+	// the system roots.
+	CAFile string
+	// ServerName is sent as SNI and verified; default the upstream's host.
+	ServerName string
+	// CertFile and KeyFile are a client certificate, for upstreams that
+	// require mutual TLS.
+	CertFile, KeyFile string
+	// InsecureSkipVerify turns off verification of the upstream's
+	// certificate. Only for tests.
+	InsecureSkipVerify bool
+}
+
+// HeaderOps edit a set of headers.
+type HeaderOps struct {
+	Set    map[string]string
+	Add    map[string]string
+	Remove []string
+}
+
+// UpstreamStats is one upstream's state, for metrics.
+type UpstreamStats struct {
+	URL      string
+	Healthy  bool  // not marked down by health checks nor ejected
+	InFlight int64 // requests being served now
+	Requests uint64
+	Failures uint64
+}
+
+const bufferLimit = 64 << 10 // responses up to this size are read whole
+
+type settings struct {
+	timeout, dialTimeout, tlsTimeout, headerTimeout, idleTimeout time.Duration
+	maxIdle, maxConns                                            int
+	tries                                                        int
+	tryDuration                                                  time.Duration
+	maxFails                                                     int
+	coolDown                                                     time.Duration
+}
+
+func orDur(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+func orInt(n, def int) int {
+	if n == 0 {
+		return def
+	}
+	return n
+}
+
+func (o *Options) settings() (settings, error) {
+	s := settings{
+		timeout:       orDur(o.Timeout, 60*time.Second),
+		dialTimeout:   orDur(o.DialTimeout, 5*time.Second),
+		tlsTimeout:    orDur(o.TLSHandshakeTimeout, 5*time.Second),
+		headerTimeout: orDur(o.ResponseHeaderTimeout, 30*time.Second),
+		idleTimeout:   orDur(o.IdleTimeout, 90*time.Second),
+		maxIdle:       orInt(o.MaxIdleConns, 512),
+		maxConns:      o.MaxConns,
+		tries:         orInt(o.Tries, 3),
+		tryDuration:   orDur(o.TryDuration, 5*time.Second),
+		maxFails:      3,
+		coolDown:      30 * time.Second,
+	}
+	for name, d := range map[string]time.Duration{"timeout": o.Timeout, "dial_timeout": o.DialTimeout,
+		"tls_handshake_timeout": o.TLSHandshakeTimeout, "response_header_timeout": o.ResponseHeaderTimeout,
+		"idle_timeout": o.IdleTimeout, "try_duration": o.TryDuration} {
+		if d < 0 {
+			return s, fmt.Errorf("%s: negative duration %s", name, d)
+		}
+	}
+	if o.MaxIdleConns < 0 || o.MaxConns < 0 || o.Tries < 0 || o.MaxBody < 0 {
+		return s, fmt.Errorf("max_idle_conns, max_conns, tries and max_body must not be negative")
+	}
+	if p := o.Passive; p != nil {
+		s.maxFails = orInt(p.MaxFails, 3)
+		s.coolDown = orDur(p.CoolDown, 30*time.Second)
+	}
+	if len(o.Upstreams) == 1 {
+		s.maxFails = -1
+	}
+	switch o.Balance {
+	case "header_hash":
+		if o.HashHeader == "" {
+			return s, fmt.Errorf("balance header_hash: hash_header is required")
+		}
+	}
+	switch o.HostHeader {
+	case "", "upstream", "keep":
+	default:
+		return s, fmt.Errorf("host_header %q: want \"upstream\" or \"keep\"", o.HostHeader)
+	}
+	if o.StripPrefix != "" && o.StripPrefix[0] != '/' {
+		return s, fmt.Errorf("strip_prefix %q: must start with /", o.StripPrefix)
+	}
+	if h := o.Health; h != nil {
+		if h.Path == "" || h.Path[0] != '/' {
+			return s, fmt.Errorf("health: path %q must start with /", h.Path)
+		}
+		if h.Interval < 0 || h.Timeout < 0 || h.Rise < 0 || h.Fall < 0 {
+			return s, fmt.Errorf("health: negative interval, timeout, rise or fall")
+		}
+	}
+	for _, ops := range []HeaderOps{o.HeaderUp, o.HeaderDown} {
+		for k, v := range ops.Set {
+			if err := checkHeader(k, v); err != nil {
+				return s, err
+			}
+		}
+		for k, v := range ops.Add {
+			if err := checkHeader(k, v); err != nil {
+				return s, err
+			}
+		}
+		for _, k := range ops.Remove {
+			if err := checkHeader(k, ""); err != nil {
+				return s, err
+			}
+		}
+	}
+	return s, nil
+}
+
+func checkHeader(name, value string) error {
+	if name == "" || strings.ContainsAny(name, " \t\r\n:") {
+		return fmt.Errorf("header %q: invalid name", name)
+	}
+	if strings.ContainsAny(value, "\r\n\x00") {
+		return fmt.Errorf("header %q: invalid value", name)
+	}
+	return nil
+}
+
+// target is a parsed upstream URL.
+type target struct {
+	raw    string
+	scheme string // "http", "https" or "h2c"
+	host   string // host:port, as sent in Host
+	addr   string // host:port to dial
+}
+
+func parseTarget(raw string) (target, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return target{}, fmt.Errorf("upstream %q: %w", raw, err)
+	}
+	t := target{raw: raw, scheme: u.Scheme, host: u.Host}
+	var port string
+	switch u.Scheme {
+	case "http", "h2c":
+		port = "80"
+	case "https":
+		port = "443"
+	default:
+		return t, fmt.Errorf("upstream %q: scheme must be http, https or h2c", raw)
+	}
+	if u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return t, fmt.Errorf("upstream %q: want scheme://host:port and nothing else", raw)
+	}
+	t.addr = u.Host
+	if u.Port() == "" {
+		t.addr = net.JoinHostPort(u.Hostname(), port)
+	}
+	return t, nil
+}
+
+// tlsConfig builds the client TLS configuration for upstreams.
+func (o *Options) tlsConfig(alpn []string) (*tls.Config, error) {
+	c := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: alpn}
+	t := o.TLS
+	if t == nil {
+		return c, nil
+	}
+	c.ServerName = t.ServerName
+	c.InsecureSkipVerify = t.InsecureSkipVerify
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls: ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("tls: ca_file %q: no certificates", t.CAFile)
+		}
+		c.RootCAs = pool
+	}
+	if t.CertFile != "" || t.KeyFile != "" {
+		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls: client certificate: %w", err)
+		}
+		c.Certificates = []tls.Certificate{cert}
+	}
+	return c, nil
+}
+
+// idempotent reports whether a method is idempotent (RFC 9110, section
+// 9.2.2).
+func idempotent(m []byte) bool {
+	switch string(m) {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+func validBalance(name string) bool { return name == "" || slices.Contains(balance.Names, name) }

@@ -1,0 +1,42 @@
+// Package static is sluice's native static-file handler: it maps a
+// request path onto a directory and answers GET and HEAD with the file,
+// as nginx, Caddy or Static Web Server would, and faster.
+//
+// Where it sits on the request path: after the route's request filters
+// (which may have rewritten the path) and before its response filters
+// (which may read and replace what it produced). It is an
+// exchange.Handler, so the same code serves HTTP/1.1 on fasthttp and
+// HTTP/2 on net/http. It returns an *exchange.Error for 4xx and 5xx
+// answers and lets the host render them, except for statuses configured
+// with an error page, which it serves itself.
+//
+// What it does, in request order: method check (GET, HEAD; OPTIONS is
+// 204; others 405 with Allow); StripPrefix; percent-decoding once and
+// cleaning the path (NUL is 400, an encoded slash or any backslash is
+// 404, ".." never climbs above the root); dotfile refusal; lookup in the
+// open-file cache; then content-coding negotiation (precompressed
+// sidecars, on-the-fly zstd/brotli/gzip), conditional requests (RFC 9110
+// §13 in its order of precedence), byte ranges (single, suffix, open,
+// multipart/byteranges), and the body from memory or with sendfile(2).
+// A miss resolves the path through os.Root: a directory redirects to its
+// slashed path, serves its index file or its listing (Browse); nothing
+// found serves the Fallback (single-page apps) or 404.
+//
+// The fast path: each cached entry holds the file's identity (device,
+// inode, size, mtime, ctime), its precomputed header values and, for
+// small files, its bytes. A request costs one fstatat(2) on the root's
+// directory descriptor, compared with that identity, and no allocation;
+// any difference sends the request down the slow path through os.Root,
+// so a changed, replaced or deleted file is never served stale. A file
+// changed within the last two seconds is read afresh each time rather
+// than cached, because a second change in the same timestamp tick would
+// not move its mtime.
+//
+// Security: every open goes through os.Root, so neither "..", encoded
+// tricks nor symlinks can leave Root; a cached entry is only trusted while
+// the inode it was read from (through os.Root) is the one the path still
+// names.
+//
+// This package must not import config or runtime: the host maps the HCL
+// configuration onto Options, and the Wasm runtime never sees files.
+package static

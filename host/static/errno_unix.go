@@ -1,0 +1,11 @@
+//go:build unix
+
+package static
+
+import "syscall"
+
+var (
+	errENOTDIR      error = syscall.ENOTDIR
+	errENAMETOOLONG error = syscall.ENAMETOOLONG
+	errELOOP        error = syscall.ELOOP
+)

@@ -1,0 +1,128 @@
+package static
+
+// pathStatus is the outcome of cleaning a request path.
+type pathStatus uint8
+
+const (
+	pathOK       pathStatus = iota
+	pathBad                 // 400: malformed escape or NUL
+	pathNotFound            // 404: encoded slash or a backslash
+)
+
+// cleanPath percent-decodes raw once, then normalizes it and appends the
+// result to dst: one leading slash, no empty, "." or ".." segments (".."
+// above the root stays at the root), and a trailing slash when raw ended
+// with one or with a "." or ".." segment, so "/a/b/.." is the directory
+// "/a/". Segments keep any other bytes as they are.
+//
+// It refuses what could name something other than what it seems to: a
+// NUL (pathBad), a "%2F" inside a segment and any backslash, encoded or
+// not (pathNotFound; on Linux they are ordinary bytes, elsewhere they are
+// separators).
+func cleanPath(dst, raw []byte) ([]byte, pathStatus) {
+	start := len(dst)
+	if len(raw) == 0 || raw[0] != '/' {
+		dst = append(dst, '/')
+	}
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch c {
+		case '%':
+			if i+2 >= len(raw) {
+				return dst[:start], pathBad
+			}
+			hi, ok1 := unhex(raw[i+1])
+			lo, ok2 := unhex(raw[i+2])
+			if !ok1 || !ok2 {
+				return dst[:start], pathBad
+			}
+			c = hi<<4 | lo
+			i += 2
+			switch c {
+			case '/', '\\':
+				return dst[:start], pathNotFound
+			case 0:
+				return dst[:start], pathBad
+			}
+		case '\\':
+			return dst[:start], pathNotFound
+		case 0:
+			return dst[:start], pathBad
+		}
+		dst = append(dst, c)
+	}
+	n := normalize(dst[start:])
+	return dst[:start+n], pathOK
+}
+
+// normalize cleans p in place (p starts with '/') and returns the new
+// length. It never writes past the byte it has just read, so the output
+// can share p.
+func normalize(p []byte) int {
+	n := len(p)
+	w := 0
+	endSlash := n > 0 && p[n-1] == '/'
+	trailing := endSlash
+	for r := 0; r < n; {
+		if p[r] == '/' {
+			r++
+			continue
+		}
+		e := r
+		for e < n && p[e] != '/' {
+			e++
+		}
+		switch {
+		case e-r == 1 && p[r] == '.':
+			trailing = true
+		case e-r == 2 && p[r] == '.' && p[r+1] == '.':
+			for w > 0 {
+				w--
+				if p[w] == '/' {
+					break
+				}
+			}
+			trailing = true
+		default:
+			p[w] = '/'
+			w += 1 + copy(p[w+1:], p[r:e])
+			trailing = endSlash
+		}
+		r = e
+	}
+	if w == 0 {
+		p[0] = '/'
+		return 1
+	}
+	if trailing {
+		p[w] = '/'
+		w++
+	}
+	return w
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+// hiddenSegment reports whether a cleaned path has a segment starting
+// with '.', other than a leading "/.well-known/".
+func hiddenSegment(p []byte) bool {
+	for i := 0; i+1 < len(p); i++ {
+		if p[i] == '/' && p[i+1] == '.' {
+			if i == 0 && len(p) >= 12 && string(p[1:12]) == ".well-known" && (len(p) == 12 || p[12] == '/') {
+				continue
+			}
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,250 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"reflect"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/host/admin"
+	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/observe"
+)
+
+// telemetry is what outlives generations on the observing side: metrics,
+// the tracer provider, the access log and the admin API. It is built
+// once, from the first config; later reloads change routes, not
+// telemetry (a changed telemetry or admin block is logged as needing a
+// restart).
+type telemetry struct {
+	log      *slog.Logger
+	metrics  *observe.Metrics   // nil without an admin block or with prometheus = false
+	tracing  *observe.Tracing   // nil without a traces block
+	access   *observe.AccessLog // nil without an access_log block
+	obs      *observe.Observer
+	admin    *admin.Server // nil without an admin block
+	first    *config.Config
+	filters  atomic.Pointer[func() any]
+	draining atomic.Bool
+}
+
+// newTelemetry builds the telemetry a config asks for. Nothing listens
+// yet: startAdmin opens the admin listener.
+func newTelemetry(cfg *config.Config, log *slog.Logger) (t *telemetry, err error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	t = &telemetry{log: log, first: cfg}
+	defer func() {
+		if err != nil {
+			_ = t.close(context.Background())
+			t = nil
+		}
+	}()
+	tc := cfg.Telemetry
+	if cfg.Admin != nil && tc.Metrics.Prometheus {
+		t.metrics = observe.NewMetrics()
+	}
+	if tr := tc.Traces; tr != nil {
+		if t.tracing, err = observe.NewTracing(observe.TracingOptions{
+			ServiceName: tc.ServiceName,
+			Endpoint:    tr.Endpoint,
+			Protocol:    tr.Protocol,
+			Headers:     tr.Headers,
+			SampleRatio: tr.SampleRatio,
+		}); err != nil {
+			return nil, err
+		}
+		// The filter runtime and anything else using the global API
+		// (otel.Tracer) get the same provider and propagator.
+		otel.SetTracerProvider(t.tracing.Provider())
+		otel.SetTextMapPropagator(observe.Propagator)
+	}
+	if al := tc.AccessLog; al != nil {
+		if t.access, err = observe.OpenAccessLog(observe.AccessLogOptions{Format: al.Format, Output: al.Output}); err != nil {
+			return nil, err
+		}
+	}
+	t.obs = &observe.Observer{Metrics: t.metrics, Tracing: t.tracing, AccessLog: t.access}
+	return t, nil
+}
+
+// wrap is Deps.Wrap: metrics, a server span and an access-log line for
+// every request of a route.
+func (t *telemetry) wrap(site, route string, h exchange.Handler) exchange.Handler {
+	return t.obs.Wrap(site, route, h)
+}
+
+// reloaded counts a reload attempt (err nil: success).
+func (t *telemetry) reloaded(err error) {
+	if t.metrics != nil {
+		t.metrics.Reloaded(err)
+	}
+}
+
+// applied notes a config that was swapped in: telemetry and admin
+// settings take effect only at start, so a change is logged.
+func (t *telemetry) applied(cfg *config.Config) {
+	if !reflect.DeepEqual(redactedTelemetry(t.first), redactedTelemetry(cfg)) {
+		t.log.Warn("telemetry and admin settings changed; they take effect at the next restart")
+	}
+}
+
+func redactedTelemetry(c *config.Config) [2]any {
+	var a *config.Admin
+	if c.Admin != nil {
+		cp := *c.Admin
+		cp.Range = hcl.Range{}
+		a = &cp
+	}
+	tc := c.Telemetry
+	if tc.Traces != nil {
+		cp := *tc.Traces
+		cp.Range = hcl.Range{}
+		tc.Traces = &cp
+	}
+	if tc.AccessLog != nil {
+		cp := *tc.AccessLog
+		cp.Range = hcl.Range{}
+		tc.AccessLog = &cp
+	}
+	return [2]any{a, tc}
+}
+
+// filterObserver is what the filter runtime reports invocations to
+// (runtime.EngineOptions.Observer); nil without metrics.
+func (t *telemetry) filterObserver() observe.FilterObserver {
+	if t.metrics == nil {
+		return nil
+	}
+	return t.metrics
+}
+
+// tracerProvider makes the filter and upstream spans
+// (runtime.EngineOptions.TracerProvider); nil without tracing.
+func (t *telemetry) tracerProvider() trace.TracerProvider {
+	if t.tracing == nil {
+		return nil
+	}
+	return t.tracing.Provider()
+}
+
+// upstream returns the metrics handle of one upstream of a proxy route
+// (nil, which is valid, without metrics).
+func (t *telemetry) upstream(route, url string) *observe.Upstream {
+	return t.metrics.Upstream(route, url)
+}
+
+// setFilters gives /filters its source (the runtime's filter stats).
+func (t *telemetry) setFilters(fn func() any) { t.filters.Store(&fn) }
+
+// reopen reopens the access log file (SIGUSR1, after rotation).
+func (t *telemetry) reopen() error {
+	if t.access == nil {
+		return nil
+	}
+	return t.access.Reopen()
+}
+
+// startAdmin opens the admin listener, serving i's config, readiness and
+// reloads. Without an admin block it does nothing.
+func (t *telemetry) startAdmin(i *Instance) error {
+	cfg := i.Config()
+	if cfg == nil || cfg.Admin == nil {
+		return nil
+	}
+	o := admin.Options{
+		Listen: cfg.Admin.Listen,
+		Token:  cfg.Admin.Token,
+		Log:    t.log,
+		Reload: func() error {
+			err := i.Reload()
+			var d *DiagnosticsError
+			if errors.As(err, &d) {
+				return admin.Invalid(err)
+			}
+			return err
+		},
+		Config: func() any {
+			if c := i.Config(); c != nil {
+				return c.Redacted()
+			}
+			return nil
+		},
+		Filters: func() any {
+			if fn := t.filters.Load(); fn != nil && *fn != nil {
+				return (*fn)()
+			}
+			return []any{}
+		},
+		Ready: func() bool { return !t.draining.Load() && !i.srv.Draining() },
+	}
+	if t.metrics != nil {
+		o.Metrics = t.metrics.Handler()
+	}
+	s, err := admin.New(o)
+	if err != nil {
+		return err
+	}
+	if err := s.Start(); err != nil {
+		return err
+	}
+	t.admin = s
+	return nil
+}
+
+// adminAddr is the admin listener's bound address ("" when none).
+func (t *telemetry) adminAddr() string {
+	if t.admin == nil || t.admin.Addr() == nil {
+		return ""
+	}
+	return t.admin.Addr().String()
+}
+
+// shutdown is a graceful stop: /readyz turns 503 at once, then after
+// delay (for load balancers to notice) drain runs, then telemetry closes
+// (pending spans and log lines are flushed). ctx bounds the whole.
+func (t *telemetry) shutdown(ctx context.Context, delay time.Duration, drain func(context.Context) error) error {
+	t.draining.Store(true)
+	if delay > 0 {
+		t.log.Info("not ready; draining after the shutdown delay", "delay", delay)
+		timer := time.NewTimer(delay)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+		}
+	}
+	err := drain(ctx)
+	return errors.Join(err, t.close(ctx))
+}
+
+// close stops the admin API, flushes and stops tracing and the access log.
+func (t *telemetry) close(ctx context.Context) error {
+	var errs []error
+	if t.admin != nil {
+		errs = append(errs, t.admin.Close())
+	}
+	if t.tracing != nil {
+		errs = append(errs, t.tracing.Shutdown(ctx))
+	}
+	if t.access != nil {
+		errs = append(errs, t.access.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// AdminAddr returns the admin API's bound address ("127.0.0.1:2019"), or
+// "" when the config has no admin block.
+func (i *Instance) AdminAddr() string { return i.tel.adminAddr() }
+
+// ReopenLogs reopens the access log file: call it on SIGUSR1, after the
+// log rotator renamed the file.
+func (i *Instance) ReopenLogs() error { return i.tel.reopen() }

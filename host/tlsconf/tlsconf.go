@@ -1,0 +1,435 @@
+package tlsconf
+
+import (
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// ClientAuth is a site's client-certificate (mutual TLS) policy.
+type ClientAuth int
+
+const (
+	// NoClientCert asks for no client certificate.
+	NoClientCert ClientAuth = iota
+	// RequireClientCert fails the handshake unless the client presents a
+	// certificate that verifies against the site's client CAs.
+	RequireClientCert
+	// VerifyClientCertIfGiven asks for a certificate and verifies it when
+	// the client presents one; a client without one is let through with
+	// no identity.
+	VerifyClientCertIfGiven
+)
+
+// ParseClientAuth maps the config words "", "require" and
+// "verify_if_given" to a ClientAuth.
+func ParseClientAuth(s string) (ClientAuth, error) {
+	switch s {
+	case "", "none":
+		return NoClientCert, nil
+	case "require":
+		return RequireClientCert, nil
+	case "verify_if_given":
+		return VerifyClientCertIfGiven, nil
+	}
+	return 0, fmt.Errorf("client_auth %q: want \"require\" or \"verify_if_given\"", s)
+}
+
+func (c ClientAuth) tls() tls.ClientAuthType {
+	switch c {
+	case RequireClientCert:
+		return tls.RequireAndVerifyClientCert
+	case VerifyClientCertIfGiven:
+		return tls.VerifyClientCertIfGiven
+	}
+	return tls.NoClientCert
+}
+
+// Site is the TLS side of one site.
+type Site struct {
+	// Name is the site's name, used in logs, as the ACME default name and
+	// as the certificate's name when a client sends no SNI.
+	Name string
+	// Hosts are the names whose SNI selects this site: the name and its
+	// aliases. "*.example.com" matches one or more labels before
+	// ".example.com"; "*" and "_" match nothing by name (such a site is
+	// reached as the default). Compared case-insensitively.
+	Hosts []string
+	// Default makes this site answer handshakes with no or an unknown
+	// server name. When no site says so, the first site is the default.
+	Default bool
+
+	// CertFile and KeyFile are PEM files, reloaded when either changes
+	// on disk. Exactly one of CertFile/KeyFile and ACME is set.
+	CertFile, KeyFile string
+	// ACME obtains and renews the certificate for Hosts.
+	ACME *ACME
+
+	// ClientAuth is the client-certificate policy; ClientCAFile the PEM
+	// bundle client certificates are verified against (required unless
+	// ClientAuth is NoClientCert).
+	ClientAuth   ClientAuth
+	ClientCAFile string
+	// ClientCertHeader names the request header that carries the verified
+	// client certificate's subject (RFC 4514) to filters and upstreams.
+	// "" means none is sent. Any copy the client sent is removed.
+	ClientCertHeader string
+
+	// MinVersion is tls.VersionTLS12 or tls.VersionTLS13; 0 means 1.2.
+	MinVersion uint16
+	// HSTS is the Strict-Transport-Security value sent on this site's TLS
+	// responses; "" sends none.
+	HSTS string
+}
+
+// Options are the settings of a Table that are not per site.
+type Options struct {
+	// NextProtos are the ALPN protocols offered, in preference order;
+	// nil means DefaultNextProtos.
+	NextProtos []string
+	// ReloadEvery is how often certificate files are checked for changes
+	// (lazily, by the next handshake after it has passed); 0 means 2s,
+	// negative never.
+	ReloadEvery time.Duration
+	// Log receives certificate reloads and ACME events; nil means
+	// slog.Default().
+	Log *slog.Logger
+}
+
+// DefaultNextProtos are the ALPN protocols offered by default: HTTP/2
+// first, then HTTP/1.1.
+var DefaultNextProtos = []string{"h2", "http/1.1"}
+
+// cipherSuites are the TLS 1.2 suites offered: forward-secret ECDHE with
+// AEAD ciphers only. TLS 1.3 suites are not configurable (and are all
+// AEAD). Go orders them itself, by the hardware's AES support.
+var cipherSuites = []uint16{
+	tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+}
+
+// curves are the key exchanges offered. crypto/tls uses this list as a
+// filter and applies its own order: the post-quantum hybrid first for
+// TLS 1.3 clients that offer it, then X25519, then the NIST curves; a
+// group the client already sent a key share for is preferred over a
+// HelloRetryRequest. P-521 is left out: slow, and no client needs it.
+var curves = []tls.CurveID{tls.X25519MLKEM768, tls.X25519, tls.CurveP256, tls.CurveP384}
+
+// Policy is what one site asks of TLS, as seen per request.
+type Policy struct {
+	// Name is the site's name.
+	Name string
+	// HSTS is the Strict-Transport-Security value; "" sends none.
+	HSTS string
+	// ClientAuth is the site's client-certificate policy.
+	ClientAuth ClientAuth
+	// ClientCertHeader names the identity header; "" sends none.
+	ClientCertHeader string
+
+	hosts  []string
+	config *tls.Config
+	cert   *keyPair
+	acme   *acmeRef
+	tag    []byte // binds session tickets to this site and its client CAs
+}
+
+// Table holds the TLS settings of the sites on one listener. It is built
+// once per generation and safe for concurrent use.
+type Table struct {
+	policies []*Policy
+	exact    map[string]*Policy
+	wild     []wildcard // longest suffix first
+	def      *Policy
+	strip    []string
+	perReq   bool
+	log      *slog.Logger
+	closed   atomic.Bool
+	stop     chan struct{}
+}
+
+type wildcard struct {
+	suffix string // ".example.com"
+	p      *Policy
+}
+
+// New builds the table of a listener's sites. It loads every certificate
+// file and client CA now, so that a broken file fails the config load
+// rather than a handshake; ACME sites start obtaining their certificates
+// in the background (a handshake for such a name waits for it).
+func New(sites []Site, o Options) (_ *Table, err error) {
+	if len(sites) == 0 {
+		return nil, errors.New("tlsconf: no sites")
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.ReloadEvery == 0 {
+		o.ReloadEvery = 2 * time.Second
+	}
+	if o.NextProtos == nil {
+		o.NextProtos = DefaultNextProtos
+	}
+	t := &Table{exact: map[string]*Policy{}, log: o.Log, stop: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			t.Close()
+		}
+	}()
+	headers := map[string]bool{}
+	for i := range sites {
+		s := &sites[i]
+		p, err := t.newPolicy(s, o)
+		if err != nil {
+			return nil, fmt.Errorf("site %q: tls: %w", s.Name, err)
+		}
+		t.policies = append(t.policies, p)
+		if s.Default && t.def == nil {
+			t.def = p
+		}
+		for _, h := range p.hosts {
+			switch {
+			case h == "*" || h == "_" || h == "":
+			case strings.HasPrefix(h, "*."):
+				t.wild = append(t.wild, wildcard{suffix: h[1:], p: p})
+			default:
+				if q, ok := t.exact[h]; ok && q != p {
+					return nil, fmt.Errorf("tlsconf: name %q claimed by sites %q and %q", h, q.Name, p.Name)
+				}
+				t.exact[h] = p
+			}
+		}
+		if s.ClientCertHeader != "" && !headers[strings.ToLower(s.ClientCertHeader)] {
+			headers[strings.ToLower(s.ClientCertHeader)] = true
+			t.strip = append(t.strip, s.ClientCertHeader)
+		}
+		if p.HSTS != "" || p.ClientAuth != NoClientCert || p.ClientCertHeader != "" {
+			t.perReq = true
+		}
+	}
+	sort.SliceStable(t.wild, func(i, j int) bool { return len(t.wild[i].suffix) > len(t.wild[j].suffix) })
+	if t.def == nil {
+		t.def = t.policies[0]
+	}
+	return t, nil
+}
+
+func (t *Table) newPolicy(s *Site, o Options) (*Policy, error) {
+	p := &Policy{Name: s.Name, HSTS: s.HSTS, ClientAuth: s.ClientAuth, ClientCertHeader: s.ClientCertHeader}
+	for _, h := range append([]string{s.Name}, s.Hosts...) {
+		h = strings.TrimSuffix(strings.ToLower(h), ".")
+		if h != "" && !contains(p.hosts, h) {
+			p.hosts = append(p.hosts, h)
+		}
+	}
+	min := s.MinVersion
+	if min == 0 {
+		min = tls.VersionTLS12
+	}
+	if min != tls.VersionTLS12 && min != tls.VersionTLS13 {
+		return nil, fmt.Errorf("min_version %#x: want TLS 1.2 or 1.3", min)
+	}
+	cfg := &tls.Config{
+		MinVersion:       min,
+		CipherSuites:     cipherSuites,
+		CurvePreferences: curves,
+		NextProtos:       o.NextProtos,
+		ClientAuth:       s.ClientAuth.tls(),
+		WrapSession:      p.wrapSession,
+		UnwrapSession:    p.unwrapSession,
+	}
+	tag := sha256.New()
+	fmt.Fprintf(tag, "%s\x00%d\x00", p.Name, s.ClientAuth)
+	switch {
+	case s.ACME != nil && (s.CertFile != "" || s.KeyFile != ""):
+		return nil, errors.New("both acme and cert/key")
+	case s.ACME != nil:
+		var names []string
+		for _, h := range p.hosts {
+			if h != "*" && h != "_" && !strings.HasPrefix(h, "*.") {
+				names = append(names, h)
+			}
+		}
+		if len(names) == 0 {
+			return nil, errors.New("acme: no name to obtain a certificate for (wildcards need dns-01)")
+		}
+		ref, err := acquireACME(s.ACME, names, t.log, t.stop)
+		if err != nil {
+			return nil, err
+		}
+		p.acme = ref
+		cfg.GetCertificate = p.acmeCertificate
+	case s.CertFile != "" && s.KeyFile != "":
+		kp, err := loadKeyPair(s.CertFile, s.KeyFile, o.ReloadEvery, t.log)
+		if err != nil {
+			return nil, err
+		}
+		p.cert = kp
+		cfg.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return kp.get(), nil }
+	default:
+		return nil, errors.New("no certificate: need cert and key, or acme")
+	}
+	if s.ClientAuth != NoClientCert {
+		if s.ClientCAFile == "" {
+			return nil, errors.New("client_auth needs client_ca")
+		}
+		pem, err := os.ReadFile(s.ClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("client_ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("client_ca %q: no PEM certificate found", s.ClientCAFile)
+		}
+		cfg.ClientCAs = pool
+		tag.Write(pem)
+	}
+	p.tag = []byte("sluice/site=" + hex.EncodeToString(tag.Sum(nil)))
+	p.config = cfg
+	return p, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// acmeCertificate asks the ACME manager for the site's certificate. A
+// client that sent no name, or a name of no site (it reached this site
+// as the default), gets the certificate of the site's own name.
+func (p *Policy) acmeCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	name := strings.TrimSuffix(strings.ToLower(hello.ServerName), ".")
+	if !p.acme.has(name) {
+		h := *hello
+		h.ServerName = p.acme.names[0]
+		hello = &h
+	}
+	return p.acme.m.m.GetCertificate(hello)
+}
+
+// GetConfigForClient is the tls.Config callback of a listener: the
+// settings of the site the client named (SNI), or of the default site.
+// A TLS-ALPN-01 challenge (ALPN "acme-tls/1") is answered with the
+// challenge certificate of whichever ACME manager is waiting for it.
+func (t *Table) GetConfigForClient(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+	if c, ok := ChallengeConfig(hello); ok {
+		return c, nil
+	}
+	return t.ForServerName(hello.ServerName).config, nil
+}
+
+// ForServerName returns the policy of the site a TLS server name selects,
+// or the default site's.
+func (t *Table) ForServerName(name string) *Policy {
+	if name == "" {
+		return t.def
+	}
+	return t.Lookup([]byte(name))
+}
+
+// maxHost is the longest name folded without allocating; longer names
+// are not DNS names and get the default site.
+const maxHost = 255
+
+// Lookup returns the policy of the site a Host header (with or without a
+// port) selects, or the default site's. It does not allocate.
+func (t *Table) Lookup(host []byte) *Policy {
+	if len(host) > 0 && host[0] == '[' {
+		return t.def // IP literal: no name
+	}
+	for i := len(host) - 1; i >= 0; i-- {
+		if host[i] == ':' {
+			host = host[:i]
+			break
+		}
+		if host[i] < '0' || host[i] > '9' {
+			break
+		}
+	}
+	if len(host) > 0 && host[len(host)-1] == '.' {
+		host = host[:len(host)-1]
+	}
+	if len(host) == 0 || len(host) > maxHost {
+		return t.def
+	}
+	var buf [maxHost]byte
+	for i, c := range host {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	h := buf[:len(host)]
+	if p, ok := t.exact[string(h)]; ok {
+		return p
+	}
+	for _, w := range t.wild {
+		if len(h) > len(w.suffix) && string(h[len(h)-len(w.suffix):]) == w.suffix {
+			return w.p
+		}
+	}
+	return t.def
+}
+
+// Misdirected reports whether a request for host must be refused (421)
+// on a connection whose handshake named sni: the host's site verifies
+// client certificates, and the handshake was made under another site's
+// policy, so the client was never asked for the certificate this site
+// requires.
+func (t *Table) Misdirected(sni string, host []byte) bool {
+	p := t.Lookup(host)
+	return p.ClientAuth != NoClientCert && p != t.ForServerName(sni)
+}
+
+// PerRequest reports whether any site needs work per request (HSTS,
+// client identity, the misdirection check); when false the host skips
+// the per-request lookup.
+func (t *Table) PerRequest() bool { return t.perReq }
+
+// StripHeaders returns the client-identity header names of every site:
+// the host deletes them from every request, so that a client cannot
+// spoof an identity.
+func (t *Table) StripHeaders() []string { return t.strip }
+
+// Default returns the default site's policy.
+func (t *Table) Default() *Policy { return t.def }
+
+// Close stops background work (ACME issuance retries) and releases the
+// table's hold on shared ACME managers. It is idempotent.
+func (t *Table) Close() error {
+	if t.closed.Swap(true) {
+		return nil
+	}
+	close(t.stop)
+	for _, p := range t.policies {
+		if p.acme != nil {
+			p.acme.release()
+		}
+	}
+	return nil
+}
+
+// Identity returns the subject (RFC 4514) of the verified client
+// certificate of a connection, or "" when the client presented none.
+func Identity(cs *tls.ConnectionState) string {
+	if cs == nil || len(cs.VerifiedChains) == 0 || len(cs.VerifiedChains[0]) == 0 {
+		return ""
+	}
+	return cs.VerifiedChains[0][0].Subject.String()
+}

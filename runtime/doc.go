@@ -1,0 +1,59 @@
+// Package runtime runs sluice's filters: WebAssembly guests written
+// against the http-wasm "http_handler" ABI, compiled by wazero, pooled,
+// called with a deadline, traced, and swapped while the server runs.
+//
+// # Where it sits on the request path
+//
+// The host builds one Engine per process and, per config generation, one
+// Filter per configured filter. For each request its filter chain calls
+// Filter.HandleRequest in declared order; a guest either answers (no
+// Call is returned; the response is already in the exchange) or continues
+// (a *Call is returned). After the native handler ran, the host calls
+// Call.HandleResponse in reverse order, also when the handler failed
+// (isError), or Call.Release when it gives up on the request. A request
+// never compiles or instantiates anything: both happen in Compile,
+// NewFilter and Swap, off the request path.
+//
+//	e, _ := runtime.NewEngine(ctx, runtime.EngineOptions{Logger: log, TracerProvider: tp, Observer: metrics})
+//	m, _ := e.Compile(ctx, wasm)             // once per module digest; `sluice validate` too
+//	f, _ := e.NewFilter(ctx, "auth", m, runtime.FilterOptions{Config: cfg})
+//	m.Close(ctx)                             // the filter holds its own reference
+//
+//	c, err := f.HandleRequest(x)             // x is the host's exchange, as is
+//	if err != nil { /* 503 for ErrTimeout and ErrOverload, else 500 */ }
+//	if c != nil {
+//		// c.Features() says whether to buffer the request or the response
+//		err := next(x)
+//		err = c.HandleResponse(x, err != nil)
+//	}
+//
+//	f.Swap(ctx, newModule)                   // or f.Watch(path): hot reload
+//	f.Close(ctx)                             // drains calls in flight
+//
+// # Public surface
+//
+//   - HTTP: what a guest reads and writes; a subset of the host's
+//     exchange.Exchange with identical signatures.
+//   - Engine (NewEngine, Compile, NewFilter, Close) and EngineOptions.
+//   - Module (Digest, Close): a compiled guest shared by digest.
+//   - Filter (HandleRequest, Features, Swap, Watch, Stats, Close),
+//     FilterOptions, WASIOptions, FilterStats.
+//   - Call (HandleResponse, Release, Features).
+//   - Features and its constants; Observer and the Outcome constants;
+//     the Err sentinel errors.
+//
+// Errors from calls read `filter "NAME": handle_request: <sentinel>:
+// <cause>`. A trap, timeout or memory-cap failure fails its own request
+// only; its instance is replaced in the background.
+//
+// # Imports
+//
+// runtime is the only tree of sluice that imports wazero. It imports the
+// standard library, wazero, OpenTelemetry and fsnotify, and nothing of
+// host or config: the HTTP side reaches it through the HTTP interface
+// defined here. The details live under runtime/internal: abi (the host
+// functions), pool (idle instances and reference counts), memlimit (the
+// per-instance memory cap), guestlog (WASI output to the log). Why it is
+// built this way is in RATIONALE.md; the ABI as implemented, with every
+// host-specific decision, is in ABI-STATE.md.
+package runtime

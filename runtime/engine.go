@@ -1,0 +1,258 @@
+package runtime
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/sluicehq/sluice/runtime/internal/abi"
+)
+
+// Observer is told about every guest invocation. The host plugs its
+// metrics in here. It is called on the request path: keep it cheap.
+type Observer interface {
+	// Invocation reports one call: filter name, phase ("request" or
+	// "response"), outcome (one of the Outcome constants) and duration.
+	Invocation(filter, phase, outcome string, d time.Duration)
+}
+
+// EngineOptions configures an Engine. The zero value is usable.
+type EngineOptions struct {
+	// CacheDir holds compiled modules across restarts. Empty means
+	// os.UserCacheDir()/sluice/wasm; when that can't be created, the
+	// cache lives in memory only.
+	CacheDir string
+	// NoDiskCache keeps compiled modules in memory only.
+	NoDiskCache bool
+	// Logger receives compile, failure and guest log lines. Nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// TracerProvider makes the per-invocation spans. Nil means no spans.
+	TracerProvider trace.TracerProvider
+	// Observer is told about every invocation. Nil means nobody.
+	Observer Observer
+	// SlowCompile is the compile time from which a compile is logged at
+	// Info rather than Debug. Zero means one second.
+	SlowCompile time.Duration
+
+	// noDeadlines turns guest deadlines off; benchmarks use it to measure
+	// what deadlines cost. Never set in production: a looping guest would
+	// then hold its thread forever.
+	noDeadlines bool
+}
+
+// Engine compiles and runs filters. There is one per process: one wazero
+// runtime (compiler where the platform has one), one compilation cache.
+type Engine struct {
+	rt     wazero.Runtime
+	cache  wazero.CompilationCache
+	log    *slog.Logger
+	tracer trace.Tracer
+	obs    Observer
+	slow   time.Duration
+
+	mu      sync.Mutex
+	modules map[string]*moduleEntry
+	wasi    bool
+	closed  bool
+}
+
+type moduleEntry struct {
+	ready chan struct{}
+	m     *Module
+	err   error
+	refs  int
+}
+
+// NewEngine starts the runtime and defines the http_handler host module.
+func NewEngine(ctx context.Context, opts EngineOptions) (*Engine, error) {
+	e := &Engine{
+		log:     opts.Logger,
+		obs:     opts.Observer,
+		slow:    opts.SlowCompile,
+		modules: map[string]*moduleEntry{},
+	}
+	if e.log == nil {
+		e.log = slog.Default()
+	}
+	if e.slow == 0 {
+		e.slow = time.Second
+	}
+	tp := opts.TracerProvider
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	e.tracer = tp.Tracer("github.com/sluicehq/sluice/runtime")
+
+	if !opts.NoDiskCache {
+		dir := opts.CacheDir
+		if dir == "" {
+			if base, err := os.UserCacheDir(); err == nil {
+				dir = filepath.Join(base, "sluice", "wasm")
+			}
+		}
+		if dir != "" {
+			c, err := wazero.NewCompilationCacheWithDir(dir)
+			if err != nil {
+				e.log.Warn("wasm compilation cache on disk unavailable; using memory", "dir", dir, "err", err)
+			} else {
+				e.cache = c
+			}
+		}
+	}
+	if e.cache == nil {
+		e.cache = wazero.NewCompilationCache()
+	}
+	cfg := wazero.NewRuntimeConfig(). // the compiler on amd64 and arm64
+						WithCompilationCache(e.cache).
+						WithCloseOnContextDone(!opts.noDeadlines) // deadlines interrupt guest loops
+	e.rt = wazero.NewRuntimeWithConfig(ctx, cfg)
+	if _, err := abi.Instantiate(ctx, e.rt); err != nil {
+		_ = e.rt.Close(ctx)
+		return nil, fmt.Errorf("runtime: define %s: %w", abi.ModuleName, err)
+	}
+	return e, nil
+}
+
+// Close closes every module and instance and the runtime. Close filters
+// first to let requests in flight finish.
+func (e *Engine) Close(ctx context.Context) error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.mu.Unlock()
+	err := e.rt.Close(ctx)
+	if cerr := e.cache.Close(ctx); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Module is a compiled guest, shared by every filter and generation that
+// runs the same bytes. Release it with Close when done with it; filters
+// hold their own reference.
+type Module struct {
+	e        *Engine
+	digest   string
+	compiled wazero.CompiledModule
+	info     abi.Info
+}
+
+// Digest identifies the module by its bytes: "sha256:<hex>".
+func (m *Module) Digest() string { return m.digest }
+
+// Compile compiles wasm, or returns the module already compiled from the
+// same bytes. It checks the guest against the http_handler ABI, so
+// `sluice validate` uses it too. Compiles are logged with their duration.
+func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
+	sum := sha256.Sum256(wasm)
+	digest := "sha256:" + hex.EncodeToString(sum[:])
+
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("compile %s: engine %w", digest, ErrClosed)
+	}
+	if ent, ok := e.modules[digest]; ok {
+		ent.refs++
+		e.mu.Unlock()
+		<-ent.ready
+		if ent.err != nil {
+			e.release(digest, ent)
+			return nil, ent.err
+		}
+		return ent.m, nil
+	}
+	ent := &moduleEntry{ready: make(chan struct{}), refs: 1}
+	e.modules[digest] = ent
+	e.mu.Unlock()
+
+	start := time.Now()
+	ent.m, ent.err = e.compile(ctx, digest, wasm)
+	d := time.Since(start)
+	close(ent.ready)
+	if ent.err != nil {
+		e.release(digest, ent)
+		return nil, ent.err
+	}
+	level := slog.LevelDebug
+	if d >= e.slow {
+		level = slog.LevelInfo
+	}
+	e.log.Log(ctx, level, "compiled wasm module", "digest", digest, "bytes", len(wasm), "duration", d)
+	return ent.m, nil
+}
+
+func (e *Engine) compile(ctx context.Context, digest string, wasm []byte) (*Module, error) {
+	compiled, err := e.rt.CompileModule(ctx, wasm)
+	if err != nil {
+		return nil, fmt.Errorf("compile %s: %w", digest, err)
+	}
+	info, err := abi.Check(compiled)
+	if err != nil {
+		_ = compiled.Close(ctx)
+		return nil, fmt.Errorf("compile %s: %w", digest, err)
+	}
+	return &Module{e: e, digest: digest, compiled: compiled, info: info}, nil
+}
+
+// retain takes another reference to m (a filter generation using it).
+func (m *Module) retain() {
+	m.e.mu.Lock()
+	m.e.modules[m.digest].refs++
+	m.e.mu.Unlock()
+}
+
+// Close releases the caller's reference. The compiled code is dropped
+// when nothing uses the module any more (the disk cache keeps it).
+func (m *Module) Close(ctx context.Context) error {
+	m.e.mu.Lock()
+	ent := m.e.modules[m.digest]
+	m.e.mu.Unlock()
+	if ent == nil {
+		return nil
+	}
+	m.e.release(m.digest, ent)
+	return nil
+}
+
+func (e *Engine) release(digest string, ent *moduleEntry) {
+	e.mu.Lock()
+	ent.refs--
+	last := ent.refs == 0
+	if last && e.modules[digest] == ent {
+		delete(e.modules, digest)
+	}
+	e.mu.Unlock()
+	if last && ent.m != nil {
+		_ = ent.m.compiled.Close(context.Background())
+	}
+}
+
+// ensureWASI defines wasi_snapshot_preview1 the first time a guest needs it.
+func (e *Engine) ensureWASI(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.wasi {
+		return nil
+	}
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.rt); err != nil {
+		return fmt.Errorf("define %s: %w", abi.WASIModule, err)
+	}
+	e.wasi = true
+	return nil
+}

@@ -1,0 +1,48 @@
+package runtime
+
+import (
+	"errors"
+
+	"github.com/sluicehq/sluice/runtime/internal/abi"
+)
+
+// Errors returned by filter calls, wrapped as
+// `filter "NAME": handle_request: <sentinel>: <cause>`. Test them with
+// errors.Is. The host answers ErrTimeout and ErrOverload with 503 and the
+// others with 500.
+var (
+	// ErrTrap: the guest trapped (unreachable, out-of-bounds access, a
+	// panic, proc_exit, or an ABI violation). Its instance is replaced.
+	ErrTrap = errors.New("wasm trap")
+	// ErrABI: the guest broke the http_handler ABI (a pointer outside its
+	// memory, an unknown enum value, a write after the response was
+	// committed, an oversized header). Always wrapped with ErrTrap.
+	ErrABI = abi.ErrABI
+	// ErrTimeout: the guest ran past the filter's timeout. Its instance
+	// is replaced.
+	ErrTimeout = errors.New("deadline exceeded")
+	// ErrMemory: the guest trapped after trying to grow its memory past
+	// the filter's memory limit. Its instance is replaced.
+	ErrMemory = errors.New("memory limit exceeded")
+	// ErrOverload: no instance became idle within the filter's timeout.
+	ErrOverload = errors.New("overloaded: no idle instance")
+	// ErrInstanceGone: the instance that ran handle_request of this call
+	// was closed (it timed out on another request) before
+	// handle_response could run.
+	ErrInstanceGone = errors.New("instance gone before handle_response")
+	// ErrClosed: the filter or engine is closed.
+	ErrClosed = errors.New("closed")
+	// ErrCallDone: HandleResponse or Release was called twice on a Call.
+	ErrCallDone = errors.New("call already finished")
+)
+
+// Observer outcomes, one per invocation.
+const (
+	OutcomeOK       = "ok"       // handle_request continued, or handle_response returned
+	OutcomeAnswered = "answered" // handle_request answered the request itself
+	OutcomeTrap     = "trap"
+	OutcomeTimeout  = "timeout"
+	OutcomeMemory   = "memory"
+	OutcomeOverload = "overload"
+	OutcomeError    = "error" // closed filter, gone instance, body read error
+)

@@ -1,0 +1,703 @@
+package runtime
+
+import (
+	"context"
+	crand "crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/sluicehq/sluice/runtime/internal/abi"
+	"github.com/sluicehq/sluice/runtime/internal/guestlog"
+	"github.com/sluicehq/sluice/runtime/internal/memlimit"
+	"github.com/sluicehq/sluice/runtime/internal/pool"
+)
+
+// Defaults of FilterOptions.
+const (
+	DefaultTimeout     = time.Second
+	DefaultInitTimeout = 10 * time.Second
+	DefaultMemoryLimit = 256 << 20
+)
+
+// FilterOptions configures a filter. The zero value gives the defaults.
+type FilterOptions struct {
+	// Config is handed to the guest by get_config (the filter's settings,
+	// JSON by convention). Nil means empty.
+	Config []byte
+	// Timeout bounds each guest call, and the wait for an idle instance.
+	// Zero means DefaultTimeout (1s).
+	Timeout time.Duration
+	// InitTimeout bounds instantiation (_initialize or _start). Zero
+	// means DefaultInitTimeout (10s).
+	InitTimeout time.Duration
+	// MemoryLimit caps the linear memory of each instance, in bytes,
+	// rounded up to 64 KiB pages. Zero means DefaultMemoryLimit (256 MiB).
+	MemoryLimit int64
+	// PoolSize is the number of instances, created up front. Zero means
+	// runtime.NumCPU().
+	PoolSize int
+	// WASI configures guests that import wasi_snapshot_preview1.
+	WASI WASIOptions
+}
+
+// WASIOptions configures what a WASI guest sees. By default it has no
+// files, no environment and no arguments; its stdout and stderr go to the
+// log; clocks are real and random bytes come from crypto/rand.
+type WASIOptions struct {
+	// Stdout and Stderr receive the guest's output. Nil means the log
+	// (Info for stdout, Warn for stderr), one record per line.
+	Stdout, Stderr io.Writer
+	// Env is the guest's environment. Nil means empty.
+	Env map[string]string
+	// FS is mounted read-only at "/". Nil means no filesystem.
+	FS fs.FS
+}
+
+// FilterStats is a snapshot of a filter for the admin API.
+type FilterStats struct {
+	Name        string
+	Digest      string
+	PoolSize    int
+	Live        int // instances alive, every generation counted
+	Invocations uint64
+	Errors      uint64
+	Swaps       uint64
+	SwapErrors  uint64
+	LastSwap    time.Time // zero until the first Swap
+}
+
+// Filter runs one guest module as a pool of instances. It is safe for
+// concurrent use.
+type Filter struct {
+	e        *Engine
+	name     string
+	opts     FilterOptions
+	log      *slog.Logger
+	spanName string
+	nameAttr attribute.KeyValue
+
+	cur    atomic.Pointer[generation]
+	swapMu sync.Mutex
+	gens   sync.WaitGroup // generations not yet closed
+	closed atomic.Bool
+
+	live        atomic.Int64
+	invocations atomic.Uint64
+	errors      atomic.Uint64
+	swaps       atomic.Uint64
+	swapErrors  atomic.Uint64
+	lastSwap    atomic.Int64
+
+	watchMu sync.Mutex
+	watches []func()
+}
+
+// NewFilter instantiates m into a pool of opts.PoolSize instances. It
+// fails when any instance fails to start.
+func (e *Engine) NewFilter(ctx context.Context, name string, m *Module, opts FilterOptions) (*Filter, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.InitTimeout <= 0 {
+		opts.InitTimeout = DefaultInitTimeout
+	}
+	if opts.MemoryLimit <= 0 {
+		opts.MemoryLimit = DefaultMemoryLimit
+	}
+	opts.MemoryLimit = memlimit.Pages(opts.MemoryLimit) * memlimit.PageSize
+	if opts.PoolSize <= 0 {
+		opts.PoolSize = goruntime.NumCPU()
+	}
+	f := &Filter{
+		e:        e,
+		name:     name,
+		opts:     opts,
+		log:      e.log.With("filter", name),
+		spanName: "filter " + name,
+		nameAttr: attribute.String("sluice.filter.name", name),
+	}
+	g, err := f.newGeneration(ctx, m)
+	if err != nil {
+		return nil, fmt.Errorf("filter %q: %w", name, err)
+	}
+	f.cur.Store(g)
+	return f, nil
+}
+
+// Name is the filter's name.
+func (f *Filter) Name() string { return f.name }
+
+// Features are the features the guest enabled when it started. A request
+// may enable more; see Call.Features.
+func (f *Filter) Features() Features {
+	if g := f.cur.Load(); g != nil {
+		return g.features
+	}
+	return 0
+}
+
+// Stats returns counters and the current module digest.
+func (f *Filter) Stats() FilterStats {
+	s := FilterStats{
+		Name:        f.name,
+		PoolSize:    f.opts.PoolSize,
+		Live:        int(f.live.Load()),
+		Invocations: f.invocations.Load(),
+		Errors:      f.errors.Load(),
+		Swaps:       f.swaps.Load(),
+		SwapErrors:  f.swapErrors.Load(),
+	}
+	if g := f.cur.Load(); g != nil {
+		s.Digest = g.m.digest
+	}
+	if t := f.lastSwap.Load(); t != 0 {
+		s.LastSwap = time.Unix(0, t)
+	}
+	return s
+}
+
+// Swap replaces the module. The new pool is built and warmed first, off
+// the request path, then swapped in atomically; calls in flight finish on
+// the old pool, which is closed when its last call finishes. If the new
+// module fails to start, the old one keeps serving and the error is
+// returned (and logged, and counted).
+func (f *Filter) Swap(ctx context.Context, m *Module) error {
+	f.swapMu.Lock()
+	defer f.swapMu.Unlock()
+	if f.closed.Load() {
+		return fmt.Errorf("filter %q: swap: %w", f.name, ErrClosed)
+	}
+	old := f.cur.Load()
+	g, err := f.newGeneration(ctx, m)
+	if err != nil {
+		f.swapErrors.Add(1)
+		err = fmt.Errorf("filter %q: swap to %s: %w", f.name, m.digest, err)
+		f.log.Error("filter swap failed; previous module keeps serving", "err", err)
+		return err
+	}
+	f.cur.Store(g)
+	f.swaps.Add(1)
+	f.lastSwap.Store(time.Now().UnixNano())
+	if old != nil {
+		old.retire()
+		f.log.Info("filter swapped", "from", old.m.digest, "to", m.digest)
+	}
+	return nil
+}
+
+// Close stops new calls and waits, at most until ctx is done, for calls
+// in flight to finish; each pool is closed when its last call finishes,
+// even after Close returned.
+func (f *Filter) Close(ctx context.Context) error {
+	if !f.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	f.watchMu.Lock()
+	watches := f.watches
+	f.watches = nil
+	f.watchMu.Unlock()
+	for _, stop := range watches {
+		stop()
+	}
+	f.swapMu.Lock()
+	g := f.cur.Swap(nil)
+	f.swapMu.Unlock()
+	if g != nil {
+		g.retire()
+	}
+	done := make(chan struct{})
+	go func() { f.gens.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("filter %q: close: %w", f.name, ctx.Err())
+	}
+}
+
+// acquire takes a reference on the current generation.
+func (f *Filter) acquire() (*generation, error) {
+	for {
+		g := f.cur.Load()
+		if g == nil {
+			return nil, ErrClosed
+		}
+		if g.refs.Acquire() {
+			return g, nil
+		}
+		// g drained between Load and Acquire: a swap happened; reload.
+	}
+}
+
+// generation is one module's pool. The filter holds a reference while it
+// is current; every call in flight holds one too. The last release closes
+// every instance.
+type generation struct {
+	f        *Filter
+	m        *Module
+	cfg      wazero.ModuleConfig
+	pool     *pool.Pool[*instance]
+	refs     pool.Refs
+	retiring atomic.Bool
+	features Features
+	digest   attribute.KeyValue
+}
+
+func (f *Filter) newGeneration(ctx context.Context, m *Module) (*generation, error) {
+	if need := int64(m.info.MemoryMinPages) * memlimit.PageSize; need > f.opts.MemoryLimit {
+		return nil, fmt.Errorf("module %s needs %d bytes of memory at start, over the memory limit of %d", m.digest, need, f.opts.MemoryLimit)
+	}
+	if m.info.WASI {
+		if err := f.e.ensureWASI(ctx); err != nil {
+			return nil, err
+		}
+	}
+	cfg := wazero.NewModuleConfig().
+		WithName("").
+		WithSysWalltime().
+		WithSysNanotime().
+		WithRandSource(crand.Reader)
+	if m.info.Start != "" {
+		cfg = cfg.WithStartFunctions(m.info.Start)
+	} else {
+		cfg = cfg.WithStartFunctions()
+	}
+	if m.info.WASI {
+		w := f.opts.WASI
+		stdout, stderr := w.Stdout, w.Stderr
+		if stdout == nil {
+			stdout = guestlog.New(f.log, slog.LevelInfo, "stdout")
+		}
+		if stderr == nil {
+			stderr = guestlog.New(f.log, slog.LevelWarn, "stderr")
+		}
+		cfg = cfg.WithStdout(stdout).WithStderr(stderr)
+		for k, v := range w.Env {
+			cfg = cfg.WithEnv(k, v)
+		}
+		if w.FS != nil {
+			cfg = cfg.WithFSConfig(wazero.NewFSConfig().WithFSMount(w.FS, "/"))
+		}
+	}
+	g := &generation{
+		f:      f,
+		m:      m,
+		cfg:    cfg,
+		digest: attribute.String("sluice.filter.digest", m.digest),
+	}
+	g.pool = pool.New(f.opts.PoolSize, (*instance).isRetired)
+	g.refs.Init(1)
+	m.retain()
+
+	// Warm the pool in parallel; any failure fails the generation.
+	insts := make([]*instance, f.opts.PoolSize)
+	errs := make([]error, f.opts.PoolSize)
+	var wg sync.WaitGroup
+	for i := range insts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			insts[i], errs[i] = g.newInstance(ctx)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, inst := range insts {
+			if inst != nil {
+				inst.close()
+			}
+		}
+		_ = m.Close(ctx)
+		return nil, err
+	}
+	g.features = insts[0].inv.InitFeatures
+	for _, inst := range insts {
+		g.pool.Put(inst)
+	}
+	f.gens.Add(1)
+	return g, nil
+}
+
+// retire makes g no longer current: no replacements, and it closes once
+// its calls in flight finish.
+func (g *generation) retire() {
+	g.retiring.Store(true)
+	g.release()
+}
+
+func (g *generation) release() {
+	if g.refs.Release() {
+		g.shutdown()
+	}
+}
+
+// shutdown runs once, when the last reference is gone: every instance
+// that is still alive is idle in the pool.
+func (g *generation) shutdown() {
+	g.pool.Close()
+	for _, inst := range g.pool.Drain() {
+		inst.mu.Lock()
+		inst.retired.Store(true)
+		inst.closeLocked()
+		inst.mu.Unlock()
+	}
+	_ = g.m.Close(context.Background())
+	g.f.gens.Done()
+}
+
+// replace starts a fresh instance in place of a retired one, off the
+// request path. It retries with backoff while the generation is current.
+func (g *generation) replace() {
+	if !g.refs.Acquire() {
+		return
+	}
+	go func() {
+		defer g.release()
+		backoff := 100 * time.Millisecond
+		for !g.retiring.Load() {
+			inst, err := g.newInstance(context.Background())
+			if err == nil {
+				g.pool.Put(inst)
+				return
+			}
+			g.f.log.Error("filter instance replacement failed", "err", err, "retry_in", backoff)
+			time.Sleep(backoff)
+			backoff = min(2*backoff, 10*time.Second)
+		}
+	}()
+}
+
+// instance is one wazero module instance and the ABI state of its calls.
+// mu is held for the whole of each guest call; handle_response waits on
+// it for the instance that ran its handle_request.
+type instance struct {
+	mu          sync.Mutex
+	g           *generation
+	mod         api.Module
+	handleReq   api.Function
+	handleResp  api.Function
+	inv         abi.Invocation
+	ctx         callCtx
+	mem         *memlimit.Memory
+	timer       *time.Timer
+	done        chan struct{}
+	fired       atomic.Bool
+	stack       [2]uint64
+	outstanding int // Calls waiting for handle_response
+	retired     atomic.Bool
+	closed      bool
+}
+
+func (inst *instance) isRetired() bool { return inst.retired.Load() }
+
+func (g *generation) newInstance(ctx context.Context) (*instance, error) {
+	f := g.f
+	inst := &instance{g: g, done: make(chan struct{})}
+	inst.ctx.inst = inst
+	inst.inv.Config = f.opts.Config
+	inst.inv.Logger = f.log
+	inst.mem = memlimit.New(uint64(f.opts.MemoryLimit))
+	inst.timer = time.AfterFunc(time.Hour, inst.expire)
+	inst.timer.Stop()
+
+	ictx, cancel := context.WithTimeout(ctx, f.opts.InitTimeout)
+	defer cancel()
+	ictx = memlimit.With(ictx, inst.mem)
+	ictx = abi.WithInvocation(ictx, &inst.inv)
+	mod, err := f.e.rt.InstantiateModule(ictx, g.m.compiled, g.cfg)
+	if err != nil {
+		return nil, fmt.Errorf("instantiate %s: %w", g.m.digest, err)
+	}
+	if mod.IsClosed() {
+		return nil, fmt.Errorf("instantiate %s: guest exited during %s; build it as a reactor", g.m.digest, g.m.info.Start)
+	}
+	inst.mod = mod
+	inst.handleReq = mod.ExportedFunction(abi.FuncHandleRequest)
+	inst.handleResp = mod.ExportedFunction(abi.FuncHandleResponse)
+	f.live.Add(1)
+	return inst, nil
+}
+
+// expire runs when a call's deadline passes: the context wazero watches
+// reports done, and wazero closes the module.
+func (inst *instance) expire() {
+	if inst.fired.CompareAndSwap(false, true) {
+		close(inst.done)
+	}
+}
+
+// call runs fn under the filter's deadline. It reports whether the
+// deadline fired (the instance can't be used again then).
+func (inst *instance) call(fn api.Function, stack []uint64) (err error, fired bool) {
+	inst.timer.Reset(inst.g.f.opts.Timeout)
+	err = fn.CallWithStack(&inst.ctx, stack)
+	if !inst.timer.Stop() {
+		fired = true
+	}
+	return err, fired || inst.fired.Load()
+}
+
+// retireLocked takes the instance out of service; it closes now if no
+// Call waits for it, else when the last one finished.
+func (inst *instance) retireLocked() {
+	if inst.retired.Swap(true) {
+		return
+	}
+	if inst.outstanding == 0 {
+		inst.closeLocked()
+	}
+	if !inst.g.retiring.Load() {
+		inst.g.replace()
+	}
+}
+
+func (inst *instance) closeLocked() {
+	if inst.closed {
+		return
+	}
+	inst.closed = true
+	inst.timer.Stop()
+	_ = inst.mod.Close(context.Background())
+	inst.g.f.live.Add(-1)
+}
+
+// close is closeLocked for an instance nobody else has seen.
+func (inst *instance) close() {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	if inst.mod == nil {
+		return
+	}
+	inst.closeLocked()
+}
+
+// callCtx is the context of every guest call on an instance. It is
+// allocated once per instance: its Done channel closes when the deadline
+// timer fires, and it hands the host functions the instance's state.
+type callCtx struct{ inst *instance }
+
+func (c *callCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *callCtx) Done() <-chan struct{}       { return c.inst.done }
+func (c *callCtx) Err() error {
+	if c.inst.fired.Load() {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+func (c *callCtx) Value(key any) any {
+	if _, ok := key.(abi.InvocationKey); ok {
+		return &c.inst.inv
+	}
+	return nil
+}
+
+// Call is a request that went on to the next handler after
+// handle_request. Exactly one of HandleResponse or Release must follow.
+type Call struct {
+	f        *Filter
+	g        *generation
+	inst     *instance
+	reqCtx   uint32
+	features Features
+	done     bool
+}
+
+// Features are the features in effect for this request: those enabled at
+// start plus any the guest enabled in handle_request.
+func (c *Call) Features() Features { return c.features }
+
+// HandleRequest runs the guest's handle_request. It returns a Call when
+// the guest continues to the next handler, and nil (and no error) when it
+// answered the request itself, in x. On error the request must be failed;
+// see the Err variables for which status to answer with.
+func (f *Filter) HandleRequest(x HTTP) (*Call, error) {
+	start := time.Now()
+	g, err := f.acquire()
+	if err != nil {
+		return nil, f.finish(nil, nil, abi.PhaseRequest, OutcomeError, start, err)
+	}
+	span := f.startSpan(x.Context(), g, abi.PhaseRequest)
+	var inst *instance
+	for {
+		inst, err = g.pool.Get(f.opts.Timeout)
+		if err != nil {
+			g.release()
+			if errors.Is(err, pool.ErrTimeout) {
+				return nil, f.finish(span, g, abi.PhaseRequest, OutcomeOverload, start, ErrOverload)
+			}
+			return nil, f.finish(span, g, abi.PhaseRequest, OutcomeError, start, ErrClosed)
+		}
+		inst.mu.Lock()
+		if !inst.retired.Load() && !inst.mod.IsClosed() {
+			break
+		}
+		inst.retireLocked() // retired or closed while idle; no-op when retired
+		inst.mu.Unlock()
+	}
+
+	inst.inv.Begin(x, abi.PhaseRequest, g.features)
+	stack := inst.stack[:1]
+	callErr, fired := inst.call(inst.handleReq, stack)
+	ctxNext := stack[0]
+	next := callErr == nil && uint32(ctxNext) != 0
+	features := inst.inv.Features()
+	endErr := inst.inv.End(next)
+	if callErr != nil || fired {
+		inst.retireLocked()
+	}
+	if callErr != nil {
+		outcome, cause := f.classify(inst, callErr)
+		inst.mu.Unlock()
+		g.release()
+		return nil, f.finish(span, g, abi.PhaseRequest, outcome, start, cause)
+	}
+	var c *Call
+	if next {
+		inst.outstanding++
+		c = &Call{f: f, g: g, inst: inst, reqCtx: uint32(ctxNext >> 32), features: features}
+	}
+	keep := !inst.retired.Load()
+	inst.mu.Unlock()
+	if keep {
+		g.pool.Put(inst)
+	}
+	if endErr != nil {
+		if c != nil {
+			c.Release()
+		} else {
+			g.release()
+		}
+		return nil, f.finish(span, g, abi.PhaseRequest, OutcomeError, start, endErr)
+	}
+	if c == nil {
+		g.release()
+		f.finish(span, g, abi.PhaseRequest, OutcomeAnswered, start, nil)
+		return nil, nil
+	}
+	f.finish(span, g, abi.PhaseRequest, OutcomeOK, start, nil)
+	return c, nil
+}
+
+// HandleResponse runs the guest's handle_response on the instance that
+// ran handle_request, after the next handler. isError tells the guest the
+// next handler failed. It must be called at most once, and not after
+// Release.
+func (c *Call) HandleResponse(x HTTP, isError bool) error {
+	f := c.f
+	if c.done {
+		return fmt.Errorf("filter %q: handle_response: %w", f.name, ErrCallDone)
+	}
+	c.done = true
+	start := time.Now()
+	span := f.startSpan(x.Context(), c.g, abi.PhaseResponse)
+	inst := c.inst
+	inst.mu.Lock()
+	if inst.closed || inst.mod.IsClosed() { // a timeout on another call closed it
+		inst.outstanding--
+		inst.retireLocked()
+		if inst.outstanding == 0 {
+			inst.closeLocked()
+		}
+		inst.mu.Unlock()
+		c.g.release()
+		return f.finish(span, c.g, abi.PhaseResponse, OutcomeError, start, ErrInstanceGone)
+	}
+	inst.inv.Begin(x, abi.PhaseResponse, c.features)
+	stack := inst.stack[:2]
+	stack[0] = uint64(c.reqCtx)
+	stack[1] = 0
+	if isError {
+		stack[1] = 1
+	}
+	callErr, fired := inst.call(inst.handleResp, stack)
+	_ = inst.inv.End(false)
+	inst.outstanding--
+	if callErr != nil || fired {
+		inst.retireLocked()
+	}
+	if inst.retired.Load() && inst.outstanding == 0 {
+		inst.closeLocked()
+	}
+	var outcome string
+	var cause error
+	if callErr != nil {
+		outcome, cause = f.classify(inst, callErr)
+	}
+	inst.mu.Unlock()
+	c.g.release()
+	if callErr != nil {
+		return f.finish(span, c.g, abi.PhaseResponse, outcome, start, cause)
+	}
+	f.finish(span, c.g, abi.PhaseResponse, OutcomeOK, start, nil)
+	return nil
+}
+
+// Release ends a Call without running handle_response (the host gave up
+// on the request). Calling it after HandleResponse does nothing.
+func (c *Call) Release() {
+	if c.done {
+		return
+	}
+	c.done = true
+	inst := c.inst
+	inst.mu.Lock()
+	inst.outstanding--
+	if inst.retired.Load() && inst.outstanding == 0 {
+		inst.closeLocked()
+	}
+	inst.mu.Unlock()
+	c.g.release()
+}
+
+// classify turns a wazero error into an outcome and a cause wrapping the
+// matching sentinel. Called with inst.mu held.
+func (f *Filter) classify(inst *instance, err error) (string, error) {
+	var exit *sys.ExitError
+	switch {
+	case inst.fired.Load():
+		return OutcomeTimeout, fmt.Errorf("%w after %s", ErrTimeout, f.opts.Timeout)
+	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded:
+		return OutcomeTimeout, fmt.Errorf("%w after %s", ErrTimeout, f.opts.Timeout)
+	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeContextCanceled:
+		return OutcomeError, fmt.Errorf("%w: %w", ErrClosed, err)
+	case inst.mem.Hit():
+		return OutcomeMemory, fmt.Errorf("%w (%d bytes): %w", ErrMemory, f.opts.MemoryLimit, err)
+	}
+	return OutcomeTrap, fmt.Errorf("%w: %w", ErrTrap, err)
+}
+
+// finish records an invocation: counters, observer, span, log. It returns
+// err wrapped with the filter and phase, or nil.
+func (f *Filter) finish(span trace.Span, g *generation, phase abi.Phase, outcome string, start time.Time, err error) error {
+	d := time.Since(start)
+	f.invocations.Add(1)
+	if err != nil {
+		f.errors.Add(1)
+		err = fmt.Errorf("filter %q: handle_%s: %w", f.name, phase, err)
+		attrs := []any{"phase", phase.String(), "outcome", outcome, "err", err}
+		if g != nil {
+			attrs = append(attrs, "digest", g.m.digest)
+		}
+		f.log.Warn("filter invocation failed", attrs...)
+	}
+	if f.e.obs != nil {
+		f.e.obs.Invocation(f.name, phase.String(), outcome, d)
+	}
+	if span != nil {
+		endSpan(span, outcome, err)
+	}
+	return err
+}

@@ -1,0 +1,73 @@
+// Package memlimit caps the linear memory of one Wasm instance.
+//
+// wazero's RuntimeConfig.WithMemoryLimitPages applies to a whole runtime;
+// sluice runs one runtime per process and wants a cap per filter, so each
+// instance is created with a Memory from this package (through wazero's
+// experimental.WithMemoryAllocator). Growth past the cap fails the guest's
+// memory.grow (it returns -1, as the spec says) and is remembered, so the
+// host can tell a guest that died of the cap from one that merely trapped.
+package memlimit
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero/experimental"
+)
+
+// PageSize is the Wasm page size.
+const PageSize = 65536
+
+// Pages rounds bytes up to whole pages.
+func Pages(bytes int64) int64 { return (bytes + PageSize - 1) / PageSize }
+
+// Memory is the allocator and the linear memory of one instance.
+type Memory struct {
+	limit uint64
+	buf   []byte
+	hit   atomic.Bool
+	size  atomic.Uint64
+}
+
+// New returns an allocator that caps memory at limit bytes.
+func New(limit uint64) *Memory { return &Memory{limit: limit} }
+
+// With returns ctx carrying m as the memory allocator for instantiation.
+func With(ctx context.Context, m *Memory) context.Context {
+	return experimental.WithMemoryAllocator(ctx, experimental.MemoryAllocatorFunc(m.allocate))
+}
+
+func (m *Memory) allocate(capacity, maximum uint64) experimental.LinearMemory {
+	if maximum < m.limit {
+		m.limit = maximum
+	}
+	if capacity > m.limit {
+		capacity = m.limit
+	}
+	m.buf = make([]byte, 0, capacity)
+	return m
+}
+
+// Reallocate implements experimental.LinearMemory.
+func (m *Memory) Reallocate(size uint64) []byte {
+	if size > m.limit {
+		m.hit.Store(true)
+		return nil
+	}
+	if n := uint64(len(m.buf)); size > n {
+		// Bytes past len were never handed to the guest, so they are zero.
+		m.buf = slices.Grow(m.buf, int(size-n))[:size]
+	}
+	m.size.Store(size)
+	return m.buf
+}
+
+// Free implements experimental.LinearMemory.
+func (m *Memory) Free() { m.buf = nil }
+
+// Hit reports whether the guest ever tried to grow past the cap.
+func (m *Memory) Hit() bool { return m.hit.Load() }
+
+// Size is the current size of the memory in bytes.
+func (m *Memory) Size() uint64 { return m.size.Load() }

@@ -1,0 +1,15 @@
+;; answer answers every request itself: 403, a header and a body.
+(module
+  (import "http_handler" "set_status_code" (func $set_status_code (param i32)))
+  (import "http_handler" "set_header_value" (func $set_header_value (param i32 i32 i32 i32 i32)))
+  (import "http_handler" "write_body" (func $write_body (param i32 i32 i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 0) "x-answered")
+  (data (i32.const 16) "yes")
+  (data (i32.const 32) "denied")
+  (func (export "handle_request") (result i64)
+    (call $set_status_code (i32.const 403))
+    (call $set_header_value (i32.const 1) (i32.const 0) (i32.const 10) (i32.const 16) (i32.const 3))
+    (call $write_body (i32.const 1) (i32.const 32) (i32.const 6))
+    (i64.const 0))
+  (func (export "handle_response") (param i32 i32)))

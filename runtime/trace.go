@@ -1,0 +1,41 @@
+package runtime
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/sluicehq/sluice/runtime/internal/abi"
+)
+
+var (
+	phaseRequest  = attribute.String("sluice.filter.phase", "request")
+	phaseResponse = attribute.String("sluice.filter.phase", "response")
+)
+
+// startSpan starts "filter NAME" as a child of the span in ctx, only when
+// that span is sampled: an unsampled request costs one context lookup.
+func (f *Filter) startSpan(ctx context.Context, g *generation, phase abi.Phase) trace.Span {
+	if !trace.SpanContextFromContext(ctx).IsSampled() {
+		return nil
+	}
+	p := phaseRequest
+	if phase == abi.PhaseResponse {
+		p = phaseResponse
+	}
+	_, span := f.e.tracer.Start(ctx, f.spanName,
+		trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(f.nameAttr, g.digest, p))
+	return span
+}
+
+func endSpan(span trace.Span, outcome string, err error) {
+	span.SetAttributes(attribute.String("sluice.filter.outcome", outcome))
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, outcome)
+	}
+	span.End()
+}

@@ -1,0 +1,3 @@
+module github.com/sluicehq/sluice/sdk/go
+
+go 1.24
