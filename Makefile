@@ -24,9 +24,12 @@ run: build ## serve examples/quickstart on http://127.0.0.1:8080
 	cd examples/quickstart && ../../$(BIN) serve -c sluice.hcl
 
 .PHONY: test
+# Guest modules (SDK, Go filters, examples) are modules of their own.
+NESTED := $(shell git ls-files '*/go.mod' | xargs -n1 dirname | sort)
+
 test: ## run every test (Go toolchain only; committed .wasm guests)
 	$(GO) test -count=1 $(PKGS)
-	@if [ -f sdk/go/go.mod ]; then cd sdk/go && $(GO) test -count=1 ./...; fi
+	@set -e; for m in $(NESTED); do echo "== $$m"; (cd $$m && $(GO) test -count=1 ./...); done
 
 .PHONY: test-race
 test-race: ## run every test with the race detector

@@ -670,7 +670,7 @@ func (d *decoder) proxy(blk *hcl.Block) *Proxy {
 	b := d.content(blk.Body, "proxy", blk.DefRange, []string{
 		"upstreams", "balance", "hash_header", "cookie", "timeout", "dial_timeout", "tls_handshake_timeout",
 		"response_header_timeout", "idle_timeout", "max_idle_conns", "max_conns", "tries", "try_duration",
-		"buffering", "max_body", "strip_prefix", "host_header", "trusted_proxies"},
+		"buffering", "http2", "max_body", "strip_prefix", "host_header", "trusted_proxies"},
 		labeled("upstream", "url"), blockType("health"), blockType("passive_health"), blockType("tls"),
 		blockType("header_up"), blockType("header_down"))
 	seen := map[string]hcl.Range{}
@@ -734,6 +734,7 @@ func (d *decoder) proxy(blk *hcl.Block) *Proxy {
 	b.integer("tries", &p.Tries, 1, 100)
 	b.duration("try_duration", &p.TryDuration, false)
 	b.boolean("buffering", &p.Buffering)
+	b.boolean("http2", &p.HTTP2)
 	b.size("max_body", &p.MaxBody)
 	if b.str("strip_prefix", &p.StripPrefix) && p.StripPrefix != "" && !strings.HasPrefix(p.StripPrefix, "/") {
 		d.errorf(b.rng("strip_prefix"), "Invalid strip_prefix", "strip_prefix %q must start with \"/\".", p.StripPrefix)

@@ -471,6 +471,9 @@ type Proxy struct {
 	// (and so allows retrying requests with bodies). HCL `buffering`,
 	// default false: stream.
 	Buffering bool `json:"buffering"`
+	// HTTP2 speaks HTTP/2 to https:// upstreams (gRPC over TLS needs it);
+	// h2c:// upstreams always speak HTTP/2. HCL `http2`, default false.
+	HTTP2 bool `json:"http2"`
 	// MaxBody bounds the request body for this route, over the listener's
 	// max_request_body. HCL `max_body`, a size, default "0B" meaning the
 	// listener's limit.

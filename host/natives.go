@@ -28,6 +28,7 @@ func newProxy(p *config.Proxy, routePath string, log *slog.Logger) (*proxy.Handl
 		Tries:                 p.Tries,
 		TryDuration:           p.TryDuration,
 		Buffering:             p.Buffering,
+		HTTP2:                 p.HTTP2,
 		MaxBody:               p.MaxBody,
 		StripPrefix:           p.StripPrefix,
 		HostHeader:            p.HostHeader,
@@ -44,6 +45,9 @@ func newProxy(p *config.Proxy, routePath string, log *slog.Logger) (*proxy.Handl
 	}
 	if ps := p.Passive; ps != nil {
 		o.Passive = &proxy.Passive{MaxFails: ps.MaxFails, CoolDown: ps.FailTimeout}
+		if ps.MaxFails == 0 { // "max_fails = 0" turns passive checks off
+			o.Passive.MaxFails = -1
+		}
 	}
 	if t := p.TLS; t != nil {
 		o.TLS = &proxy.TLSOptions{CAFile: t.CA, ServerName: t.ServerName, CertFile: t.Cert,

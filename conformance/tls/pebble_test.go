@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -175,7 +176,7 @@ func startSluice(t *testing.T, p *pebble, tlsAddr, plainAddr, storage, email str
 	}
 	cfg := &config.Config{Sites: []*config.Site{alpn, h01}, Listeners: []*config.Listener{lis(tlsAddr, true), lis(plainAddr, false)}}
 	cfg.Server.ShutdownTimeout = 2 * time.Second
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := slog.New(slog.NewTextHandler(newTestWriter(t), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv := host.NewServer(log)
 	g, err := host.Build(cfg, host.Deps{Log: log})
 	if err != nil {
@@ -187,10 +188,23 @@ func startSluice(t *testing.T, p *pebble, tlsAddr, plainAddr, storage, email str
 	return srv
 }
 
-type testWriter struct{ t *testing.T }
+// testWriter sends the server's log to the test's, and drops what
+// background work (ACME retries) logs after the test has ended.
+type testWriter struct {
+	t    *testing.T
+	done *atomic.Bool
+}
+
+func newTestWriter(t *testing.T) testWriter {
+	w := testWriter{t: t, done: new(atomic.Bool)}
+	t.Cleanup(func() { w.done.Store(true) })
+	return w
+}
 
 func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
+	if !w.done.Load() {
+		w.t.Log(strings.TrimSpace(string(p)))
+	}
 	return len(p), nil
 }
 
@@ -228,7 +242,8 @@ func TestACME_Pebble(t *testing.T) {
 	defer func() { stop(srv) }()
 
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: p.root},
+		ForceAttemptHTTP2: true,
+		TLSClientConfig:   &tls.Config{RootCAs: p.root},
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, network, "127.0.0.1:"+port(addr))
 		},

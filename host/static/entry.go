@@ -172,7 +172,13 @@ func (h *Handler) build(key string, f *os.File) (*entry, error) {
 // isRacy reports whether a file changed so recently that another change
 // in the same timestamp tick would go unnoticed.
 func (h *Handler) isRacy(id fsstat.ID) bool {
-	changed := max(id.Ctime, id.Mtime)
+	// ctime, which no one can set, is the time of the last change; mtime
+	// may be anything (touch -d), so it is used only where there is no
+	// ctime.
+	changed := id.Ctime
+	if changed == 0 {
+		changed = id.Mtime
+	}
 	return time.Now().UnixNano()-changed < int64(h.racy)
 }
 
