@@ -58,7 +58,8 @@ func logger(level string) *slog.Logger {
 
 func cmdServe(args []string) int {
 	fs := newFlags("serve", "[-c FILE.hcl]", `Run a config. SIGHUP reloads it (a bad config is refused and the running
-one keeps serving); SIGTERM and SIGINT drain in-flight requests and exit 0.
+one keeps serving); SIGUSR1 reopens the access log (rotation); SIGTERM and
+SIGINT drain in-flight requests and exit 0.
 With no config, serve the current directory on 127.0.0.1:8080 from the
 embedded default config.`)
 	file := fs.String("c", "", "config `file` (HCL)")
@@ -128,10 +129,16 @@ func run(opts host.InstanceOptions, log *slog.Logger) int {
 		return 1
 	}
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
 	for sig := range sigs {
-		if sig == syscall.SIGHUP {
+		switch sig {
+		case syscall.SIGHUP:
 			_ = inst.Reload()
+			continue
+		case syscall.SIGUSR1: // log rotation: reopen the access log file
+			if err := inst.ReopenLogs(); err != nil {
+				log.Error("reopening logs", "error", err)
+			}
 			continue
 		}
 		log.Info("draining", "signal", sig.String())
