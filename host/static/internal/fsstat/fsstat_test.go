@@ -58,3 +58,24 @@ func TestAtMatchesFile(t *testing.T) {
 		t.Errorf("At allocates %.1f times", allocs)
 	}
 }
+
+// BenchmarkAt is the floor under the handler's fast path: the one system
+// call it makes per request.
+func BenchmarkAt(b *testing.B) {
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "index.html"), []byte("x"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	p := []byte("index.html\x00")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := At(int(d.Fd()), p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
