@@ -364,7 +364,7 @@ func (d *decoder) addrList(b *body, name string, dst *[]string) ([]hcl.Range, bo
 func (d *decoder) tls(blk *hcl.Block, s *Site) *TLS {
 	t := &TLS{MinVersion: "1.2", Range: blk.DefRange}
 	b := d.content(blk.Body, "tls", blk.DefRange,
-		[]string{"cert", "key", "client_auth", "client_ca", "min_version"}, blockType("acme"))
+		[]string{"cert", "key", "client_auth", "client_ca", "client_cert_header", "min_version"}, blockType("acme"))
 	d.file(b, "cert", &t.Cert)
 	d.file(b, "key", &t.Key)
 	switch {
@@ -405,6 +405,13 @@ func (d *decoder) tls(blk *hcl.Block, s *Site) *TLS {
 	d.file(b, "client_ca", &t.ClientCA)
 	if t.ClientAuth != "" && !b.has("client_ca") {
 		d.errorf(b.rng("client_auth"), "client_auth without client_ca", "client_auth = %q needs client_ca, the PEM bundle client certificates are verified against.", t.ClientAuth)
+	}
+	if b.str("client_cert_header", &t.ClientCertHeader) {
+		if err := checkHeaderName(t.ClientCertHeader); err != nil {
+			d.errorf(b.rng("client_cert_header"), "Invalid header name", "client_cert_header: %v.", err)
+		} else if t.ClientAuth == "" {
+			d.errorf(b.rng("client_cert_header"), "client_cert_header without client_auth", "client_cert_header needs client_auth = \"require\" or \"verify_if_given\": without client certificates there is no identity to send.")
+		}
 	}
 	b.oneOf("min_version", &t.MinVersion, "1.2", "1.3")
 	return t

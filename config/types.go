@@ -283,6 +283,11 @@ type TLS struct {
 	// ClientCA is the PEM bundle client certificates are verified
 	// against. HCL `client_ca`; required when client_auth is set.
 	ClientCA string `json:"client_ca"`
+	// ClientCertHeader names a request header that carries the verified
+	// client certificate's subject (RFC 4514) to filters and upstreams;
+	// any copy a client sends is removed. HCL `client_cert_header`,
+	// default "" (not sent); needs client_auth.
+	ClientCertHeader string `json:"client_cert_header"`
 	// MinVersion is "1.2" or "1.3". HCL `min_version`, default "1.2".
 	MinVersion string `json:"min_version"`
 	// Range is the `tls` block's header.

@@ -279,6 +279,11 @@ func (l *listener) fastHandler(next fasthttp.RequestHandler) fasthttp.RequestHan
 			// reads a byte.
 			l.engineError(ctx, fasthttp.ErrBodyTooLarge)
 			return
+		case n == -1 && maxBody > 0:
+			// A chunked body declares no size: cut it off while it is read.
+			if body := ctx.RequestBodyStream(); body != nil {
+				ctx.Request.SetBodyStream(&limitedBody{r: body, n: int64(maxBody)}, -1)
+			}
 		}
 		tg := l.srv.tlsGen()
 		if tg != nil {
@@ -325,6 +330,33 @@ func (l *listener) fastHandler(next fasthttp.RequestHandler) fasthttp.RequestHan
 			ctx.Response.Header.Set(hstsHeader, p.HSTS)
 		}
 	}
+}
+
+// limitedBody fails a streamed request body that outgrows the listener's
+// max_request_body.
+type limitedBody struct {
+	r io.Reader
+	n int64
+}
+
+// ErrBodyTooLarge is returned by a request body reader when the body
+// exceeds the listener's max_request_body; handlers answer 413.
+var ErrBodyTooLarge = &exchange.Error{Status: fasthttp.StatusRequestEntityTooLarge, Message: "request body too large"}
+
+func (l *limitedBody) Read(p []byte) (int, error) {
+	if l.n < 0 {
+		return 0, ErrBodyTooLarge
+	}
+	if int64(len(p)) > l.n+1 {
+		p = p[:l.n+1]
+	}
+	n, err := l.r.Read(p)
+	if int64(n) > l.n { // one byte past the limit: keep none of it
+		n, l.n = int(l.n), -1
+		return n, ErrBodyTooLarge
+	}
+	l.n -= int64(n)
+	return n, err
 }
 
 func misdirected(ctx *fasthttp.RequestCtx) {

@@ -108,7 +108,8 @@ func gatewayFor(r *config.Route) (inner, outer func(exchange.Handler) exchange.H
 		}
 	}
 	if lim != nil && r.RateLimit.Key == "consumer" {
-		inner = func(h exchange.Handler) exchange.Handler { return gateway.Wrap(h, lim, nil) }
+		consumer := lim // the closure must not see lim = nil below
+		inner = func(h exchange.Handler) exchange.Handler { return gateway.Wrap(h, consumer, nil) }
 		lim = nil
 	}
 	if acl != nil || lim != nil {

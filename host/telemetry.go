@@ -31,7 +31,6 @@ type telemetry struct {
 	obs      *observe.Observer
 	admin    *admin.Server // nil without an admin block
 	first    *config.Config
-	filters  atomic.Pointer[func() any]
 	draining atomic.Bool
 }
 
@@ -142,9 +141,6 @@ func (t *telemetry) upstream(route, url string) *observe.Upstream {
 	return t.metrics.Upstream(route, url)
 }
 
-// setFilters gives /filters its source (the runtime's filter stats).
-func (t *telemetry) setFilters(fn func() any) { t.filters.Store(&fn) }
-
 // reopen reopens the access log file (SIGUSR1, after rotation).
 func (t *telemetry) reopen() error {
 	if t.access == nil {
@@ -178,13 +174,8 @@ func (t *telemetry) startAdmin(i *Instance) error {
 			}
 			return nil
 		},
-		Filters: func() any {
-			if fn := t.filters.Load(); fn != nil && *fn != nil {
-				return (*fn)()
-			}
-			return []any{}
-		},
-		Ready: func() bool { return !t.draining.Load() && !i.srv.Draining() },
+		Filters: func() any { return i.FilterStats() },
+		Ready:   func() bool { return !t.draining.Load() && !i.srv.Draining() },
 	}
 	if t.metrics != nil {
 		o.Metrics = t.metrics.Handler()

@@ -38,11 +38,6 @@ func (s *Server) tlsGen() *tlsGen {
 // tlsTable returns the current table of a TLS listener, or nil.
 func (s *Server) tlsTable(addr string) *tlsconf.Table { return s.tlsGen().table(addr) }
 
-// clientCertHeaderOf names the request header that carries a site's
-// verified client identity; "" sends none. The config has no field for
-// it yet (tls { client_cert_header = "..." } is proposed); tests set it.
-var clientCertHeaderOf = func(*config.Site) string { return "" }
-
 // buildTLS loads the certificates and policies of every TLS listener of
 // cfg into g (closed with g). It runs off the request path, at config
 // load; a missing or broken file fails the load.
@@ -103,7 +98,7 @@ func tlsSite(cfg *config.Config, s *config.Site) (tlsconf.Site, error) {
 		KeyFile:          c.Key,
 		ClientCAFile:     c.ClientCA,
 		HSTS:             s.HSTS,
-		ClientCertHeader: clientCertHeaderOf(s),
+		ClientCertHeader: c.ClientCertHeader,
 	}
 	var err error
 	if ts.ClientAuth, err = tlsconf.ParseClientAuth(c.ClientAuth); err != nil {

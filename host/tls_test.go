@@ -287,9 +287,6 @@ func TestACMEChallengeBeforeRedirect(t *testing.T) {
 }
 
 func TestClientCertificates(t *testing.T) {
-	old := clientCertHeaderOf
-	clientCertHeaderOf = func(*config.Site) string { return testIDHeader }
-	t.Cleanup(func() { clientCertHeaderOf = old })
 	for _, k := range tlstest.Kinds {
 		t.Run(string(k), func(t *testing.T) {
 			e := newTLSEnv(t, k)
@@ -299,9 +296,9 @@ func TestClientCertificates(t *testing.T) {
 			addr := tlsFreeAddr(t)
 			open := e.site(t, "open.test", addr)
 			req := e.site(t, "req.test", addr)
-			req.TLS.ClientAuth, req.TLS.ClientCA = "require", caFile
+			req.TLS.ClientAuth, req.TLS.ClientCA, req.TLS.ClientCertHeader = "require", caFile, testIDHeader
 			opt := e.site(t, "opt.test", addr)
-			opt.TLS.ClientAuth, opt.TLS.ClientCA = "verify_if_given", caFile
+			opt.TLS.ClientAuth, opt.TLS.ClientCA, opt.TLS.ClientCertHeader = "verify_if_given", caFile, testIDHeader
 			tlsStart(t, &config.Config{Sites: []*config.Site{open, req, opt}, Listeners: []*config.Listener{tlsListenerFor(addr, true, open, req, opt)}})
 			port := tlsPortOf(addr)
 			alice := clients.Client(t, "alice").TLS(t)

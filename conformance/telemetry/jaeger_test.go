@@ -90,9 +90,9 @@ exporters:
 func TestJaegerReceivesServerSpans(t *testing.T) {
 	otlpHTTP, otlpGRPC, query := startJaeger(t)
 	guest, _ := filepath.Abs("../../runtime/testdata/set_header.wasm")
-	for _, c := range []struct{ protocol, endpoint, service string }{
-		{"http/protobuf", otlpHTTP, "sluice"},
-		{"grpc", otlpGRPC, "sluice-grpc"},
+	for _, c := range []struct{ protocol, endpoint, service, traceID string }{
+		{"http/protobuf", otlpHTTP, "sluice", "4bf92f3577b34da6a3ce929d0e0e4736"},
+		{"grpc", otlpGRPC, "sluice-grpc", "5cf92f3577b34da6a3ce929d0e0e4737"},
 	} {
 		t.Run(c.protocol, func(t *testing.T) {
 			port, admin := freePort(t), freePort(t)
@@ -138,7 +138,7 @@ site "jaeger.test" {
 			if !withFilter {
 				startSluice(t, src(false))
 			}
-			const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+			traceID := c.traceID
 			const parentID = "00f067aa0ba902b7"
 			send(t, fmt.Sprintf("http://127.0.0.1:%d/api/items?id=1", port), 1, map[string]string{
 				"Traceparent": "00-" + traceID + "-" + parentID + "-01", "User-Agent": "conformance/1",

@@ -130,6 +130,8 @@ func startProcess(t *testing.T, name string, args ...string) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(name, args...)
+	// Peers must not trace themselves to a default collector.
+	cmd.Env = append(os.Environ(), "OTEL_SDK_DISABLED=true", "OTEL_TRACES_EXPORTER=none")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

@@ -46,7 +46,14 @@ func TestPrometheusScrapesSluice(t *testing.T) {
 	defer sink.Close()
 
 	port, admin, promPort := freePort(t), freePort(t), freePort(t)
-	startSluice(t, fmt.Sprintf(`
+	guest, _ := filepath.Abs("../../runtime/testdata/set_header.wasm")
+	src := func(withFilter bool) string {
+		filterBlock, filters := "", ""
+		if withFilter {
+			filterBlock = fmt.Sprintf("filter \"sethdr\" {\n  module = %q\n}\n", guest)
+			filters = `filters = ["sethdr"]`
+		}
+		return fmt.Sprintf(`
 admin {
   listen = "127.0.0.1:%d"
   token  = "conformance-token"
@@ -63,13 +70,23 @@ site "prom.test" {
     respond { body = "hello" }
   }
   route "/api/" {
+    %s
     respond {
       status = 201
       body   = "created"
     }
   }
 }
-`, admin, sink.URL, port))
+%s
+`, admin, sink.URL, port, filters, filterBlock)
+	}
+	withFilter := false
+	if _, err := tryStart(t, src(true)); err == nil {
+		withFilter = true
+	} else {
+		t.Logf("filters unavailable, not checking filter metrics: %v", err)
+		startSluice(t, src(false))
+	}
 
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "prometheus.yml")
@@ -139,7 +156,12 @@ scrape_configs:
 	if r := query(`up{job="sluice"}`); len(r.Data.Result) != 1 || fmt.Sprint(r.Data.Result[0].Value[1]) != "1" {
 		t.Errorf("up = %+v", r.Data.Result)
 	}
-	for _, name := range []string{"sluice_config_reloads_total", "sluice_config_last_reload_success_timestamp_seconds", "http_server_active_requests"} {
+	names := []string{"sluice_config_reloads_total", "sluice_config_last_reload_success_timestamp_seconds", "http_server_active_requests"}
+	if withFilter {
+		names = append(names, `sluice_filter_invocations_total{filter="sethdr",phase="request",outcome="ok"}`,
+			`sluice_filter_duration_seconds_count{filter="sethdr"}`)
+	}
+	for _, name := range names {
 		if r := query(name); len(r.Data.Result) == 0 {
 			t.Errorf("no %s in Prometheus", name)
 		}

@@ -329,7 +329,12 @@ func (h *Handler) failed(u *upstream, err error) {
 // waiting on the upstream, 502 for the rest (a failed connect included).
 func (h *Handler) gatewayError(err error) error {
 	var de *dialError
+	var xe *exchange.Error
 	switch {
+	case errors.As(err, &xe) && xe.Status >= 400 && xe.Status < 500:
+		// The client's fault, found while relaying its request (a body
+		// over the listener's limit, say): answer that, not 502.
+		return xe
 	case errors.As(err, &de):
 		return &exchange.Error{Status: http.StatusBadGateway, Message: "bad gateway", Err: err}
 	case isTimeout(err):
