@@ -92,6 +92,9 @@ func Build(cfg *config.Config, d Deps) (_ *Generation, err error) {
 
 func buildSite(cfg *config.Config, s *config.Site, d Deps, g *Generation) (*route.Site, error) {
 	rs := &route.Site{Name: s.Name, Hosts: append([]string{s.Name}, s.Aliases...), Default: s.Default}
+	if d.Wrap != nil {
+		rs.NotFound = d.Wrap(s.Name, "", exchange.HandlerFunc(func(exchange.Exchange) error { return errNotFound }))
+	}
 	pages, err := loadErrorPages(s.ErrorPages)
 	if err != nil {
 		return nil, fmt.Errorf("site %q: %w", s.Name, err)

@@ -71,7 +71,12 @@ func (s *Server) Apply(g *Generation) error {
 	var opened []*listener
 	for _, o := range g.Listeners {
 		want[o.Address] = o
-		if _, ok := s.listeners[o.Address]; ok {
+		if l, ok := s.listeners[o.Address]; ok {
+			if l.opts != o {
+				// The socket is kept (closing it could drop connections
+				// waiting in its queue), so its engine settings stay.
+				s.log.Warn("listener settings changed; they take effect on restart", "address", o.Address)
+			}
 			continue
 		}
 		l, err := s.openListener(o)
@@ -190,6 +195,9 @@ func (s *Server) dispatch(addr string) exchange.Handler {
 		}
 		r := site.Route(x.Path())
 		if r == nil {
+			if site.NotFound != nil {
+				return site.NotFound.ServeExchange(x)
+			}
 			return errNotFound
 		}
 		return r.Handler.ServeExchange(x)

@@ -208,7 +208,7 @@ func TestReloadHammer_ZeroFailedRequests(t *testing.T) {
 	}
 	// Requests were counted under the configured site and route, across
 	// the generations.
-	n := metricValue(t, ti.admin, `http_server_request_duration_seconds_count{http_request_method="GET",http_response_status_code="200",http_route="/",server_address="t.test"}`)
+	n := metricValue(t, ti.admin, `http_server_request_duration_seconds_count{http_request_method="GET",http_response_status_code="200",http_route="/",route="/",server_address="t.test"}`)
 	if int64(n) < ok.Load() {
 		t.Errorf("duration count %v < %d requests served", n, ok.Load())
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -202,7 +203,7 @@ func (l *AccessLog) Log(e *Entry) {
 // AppendJSON appends e as a JSON object and a newline.
 func AppendJSON(b []byte, e *Entry) []byte {
 	b = append(b, `{"time":"`...)
-	b = e.Time.AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+	b = appendTime(b, e.Time, false)
 	b = append(b, `","remote_addr":"`...)
 	b = appendAddr(b, e.Remote, true)
 	b = append(b, `","method":`...)
@@ -244,7 +245,7 @@ func AppendJSON(b []byte, e *Entry) []byte {
 func AppendCLF(b []byte, e *Entry) []byte {
 	b = appendAddr(b, e.Remote, false)
 	b = append(b, " - - ["...)
-	b = e.Time.AppendFormat(b, "02/Jan/2006:15:04:05 -0700")
+	b = appendTime(b, e.Time, true)
 	b = append(b, `] "`...)
 	b = appendCLFEscaped(b, e.Method)
 	b = append(b, ' ')
@@ -280,6 +281,39 @@ func AppendCLF(b []byte, e *Entry) []byte {
 		b = append(b, "- span_id=-"...)
 	}
 	return append(b, '\n')
+}
+
+// stamp is the formatted form of one second, shared by the lines logged
+// in it: formatting a time is the costliest part of a line otherwise.
+type stamp struct {
+	sec  int64
+	loc  *time.Location
+	json []byte // "2006-01-02T15:04:05" and, after the milliseconds, the zone
+	zone []byte // "Z" or "+01:00"
+	clf  []byte // "02/Jan/2006:15:04:05 -0700"
+}
+
+var lastStamp atomic.Pointer[stamp]
+
+// appendTime appends t as "2006-01-02T15:04:05.000Z07:00" (JSON) or
+// "02/Jan/2006:15:04:05 -0700" (CLF).
+func appendTime(b []byte, t time.Time, clf bool) []byte {
+	sec := t.Unix()
+	st := lastStamp.Load()
+	if st == nil || st.sec != sec || st.loc != t.Location() {
+		st = &stamp{sec: sec, loc: t.Location(),
+			json: t.AppendFormat(nil, "2006-01-02T15:04:05"),
+			zone: t.AppendFormat(nil, "Z07:00"),
+			clf:  t.AppendFormat(nil, "02/Jan/2006:15:04:05 -0700")}
+		lastStamp.Store(st)
+	}
+	if clf {
+		return append(b, st.clf...)
+	}
+	b = append(b, st.json...)
+	ms := t.Nanosecond() / 1e6
+	b = append(b, '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
+	return append(b, st.zone...)
 }
 
 // appendAddr appends the IP (and the port, when withPort) of a.
@@ -324,6 +358,16 @@ func appendJSONString[T []byte | string](b []byte, s T) []byte {
 // appendJSONInner escapes s for a JSON string: quotes, backslashes,
 // control characters; invalid UTF-8 becomes U+FFFD.
 func appendJSONInner[T []byte | string](b []byte, s T) []byte {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return append(b, s...)
+	}
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {

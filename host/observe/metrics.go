@@ -75,7 +75,10 @@ type Metrics struct {
 // time starts at now (the first load).
 func NewMetrics() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry(), upRefs: map[[2]string]int{}}
-	httpLabels := []string{labelMethod, labelStatus, labelServer, labelRoute}
+	// DESIGN.md names the route label `route`; the semantic conventions
+	// name it http.route. Both carry the same value, so neither query
+	// style breaks and no series is added.
+	httpLabels := []string{labelMethod, labelStatus, labelServer, labelRoute, labelRouteUp}
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "http_server_request_duration_seconds",
 		Help:    "Duration of HTTP server requests, until the response is committed.",

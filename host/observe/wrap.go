@@ -97,7 +97,7 @@ func (w *wrapped) statusSeries(mi int, ms *methodSeries, status int) *statusSeri
 			return s
 		}
 	}
-	labels := []string{methodNames[mi], statusLabel(status), w.site, w.route}
+	labels := []string{methodNames[mi], statusLabel(status), w.site, w.route, w.route}
 	s := &statusSeries{
 		duration: w.m.duration.WithLabelValues(labels...),
 		reqSize:  w.m.reqSize.WithLabelValues(labels...),

@@ -32,6 +32,9 @@ type Site struct {
 	Default bool
 	// Routes in any order; Table sorts them longest prefix first.
 	Routes []*Route
+	// NotFound, when set, serves requests for the site that match no
+	// route (so that they are logged and counted like the others).
+	NotFound exchange.Handler
 	// Value is the host's own per-site data (error pages, TLS policy);
 	// route never reads it.
 	Value any
