@@ -79,6 +79,12 @@ func (d *decoder) config(b hcl.Body) *Config {
 		})
 	}
 	d.check(c)
+	// http3 needs TLS, which the sites decide (check computes l.TLS).
+	for _, l := range c.Listeners {
+		if l.HTTP3 && !l.TLS && len(l.Sites)+len(l.Redirects) > 0 {
+			d.errorf(l.Range, "http3 on a plain address", "HTTP/3 always runs over TLS (QUIC); the sites on %q use plain HTTP. Add a tls block to them, or remove http3.", l.Address)
+		}
+	}
 	return c
 }
 
@@ -103,10 +109,11 @@ func (d *decoder) admin(blk *hcl.Block) *Admin {
 }
 
 func (d *decoder) server(blk *hcl.Block) Server {
-	b := d.content(blk.Body, "server", blk.DefRange, []string{"shutdown_timeout", "cache_dir"})
+	b := d.content(blk.Body, "server", blk.DefRange, []string{"shutdown_timeout", "shutdown_delay", "cache_dir"})
 	s := defaultServer()
 	s.Range = blk.DefRange
 	b.duration("shutdown_timeout", &s.ShutdownTimeout, false)
+	b.duration("shutdown_delay", &s.ShutdownDelay, false)
 	b.path("cache_dir", &s.CacheDir)
 	return s
 }
@@ -129,7 +136,7 @@ func defaultListener(addr string) *Listener {
 func (d *decoder) listener(blk *hcl.Block) *Listener {
 	b := d.content(blk.Body, fmt.Sprintf("listener %q", blk.Labels[0]), blk.DefRange, []string{
 		"read_timeout", "read_header_timeout", "write_timeout", "idle_timeout",
-		"max_header_bytes", "max_request_body", "max_conns", "h2c"})
+		"max_header_bytes", "max_request_body", "max_conns", "h2c", "http3"})
 	l := defaultListener(blk.Labels[0])
 	l.Implicit = false
 	l.Range = blk.LabelRanges[0]
@@ -146,6 +153,7 @@ func (d *decoder) listener(blk *hcl.Block) *Listener {
 	b.size("max_request_body", &l.MaxRequestBody)
 	b.integer("max_conns", &l.MaxConns, 0, math.MaxInt32)
 	b.boolean("h2c", &l.H2C)
+	b.boolean("http3", &l.HTTP3)
 	return l
 }
 

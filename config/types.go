@@ -70,6 +70,10 @@ type Server struct {
 	// requests to drain before the process exits. HCL `shutdown_timeout`,
 	// default "30s"; "0s" waits forever.
 	ShutdownTimeout time.Duration `json:"shutdown_timeout"`
+	// ShutdownDelay is how long /readyz answers 503 after SIGTERM/SIGINT
+	// before the listeners stop accepting, so that load balancers stop
+	// sending first. HCL `shutdown_delay`, default "0s" (no delay).
+	ShutdownDelay time.Duration `json:"shutdown_delay"`
 	// CacheDir is the directory of the on-disk Wasm compilation cache,
 	// resolved against the config file's directory. HCL `cache_dir`,
 	// default "" meaning "<user cache dir>/sluice".
@@ -111,6 +115,10 @@ type Listener struct {
 	// H2C enables cleartext HTTP/2 (prior knowledge and Upgrade) on a
 	// listener without TLS. HCL `h2c`, default false.
 	H2C bool `json:"h2c"`
+	// HTTP3 also serves HTTP/3 (QUIC) on the same port over UDP, and
+	// advertises it to HTTP/1.1 and HTTP/2 clients with Alt-Svc. Only on a
+	// TLS address. HCL `http3`, default false.
+	HTTP3 bool `json:"http3"`
 
 	// Implicit is true when the config has no block for this address and
 	// these are the defaults. Computed.

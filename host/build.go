@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/observe"
 	"github.com/sluicehq/sluice/host/route"
 	"github.com/sluicehq/sluice/host/static"
 )
@@ -26,6 +27,9 @@ type Deps struct {
 	Proxy func(p *config.Proxy, routePath string) (exchange.Handler, func() error, error)
 	// Wrap, when set, wraps every route handler (metrics, access log).
 	Wrap func(site, route string, h exchange.Handler) exchange.Handler
+	// Upstream, when set, returns the metrics handle of one upstream of a
+	// proxy route (nil: none).
+	Upstream func(route, url string) *observe.Upstream
 }
 
 // Build turns a checked config into a generation: one route table per
@@ -152,6 +156,7 @@ func buildRoute(r *config.Route, d Deps, g *Generation) (exchange.Handler, error
 				HTML:    st.CacheControl.HTML,
 				Hashed:  st.CacheControl.Hashed,
 				Default: st.CacheControl.Default,
+				Exact:   true,
 			},
 			ErrorPages:      st.ErrorPages,
 			Headers:         st.Headers,
@@ -173,7 +178,7 @@ func buildRoute(r *config.Route, d Deps, g *Generation) (exchange.Handler, error
 		}
 		return h, nil
 	case r.Proxy != nil:
-		h, err := newProxy(r.Proxy, r.Path, d.Log)
+		h, err := newProxy(r.Proxy, r.Path, d)
 		if err != nil {
 			return nil, err
 		}

@@ -100,7 +100,7 @@ func load(path string) (*config.Config, error) {
 }
 
 func (i *Instance) newDeps() Deps {
-	return Deps{Log: i.log, Wrap: i.tel.wrap}
+	return Deps{Log: i.log, Wrap: i.tel.wrap, Upstream: i.tel.upstream}
 }
 
 func (i *Instance) apply(cfg *config.Config) error {

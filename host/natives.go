@@ -12,8 +12,14 @@ import (
 	"github.com/sluicehq/sluice/host/proxy"
 )
 
-// newProxy maps a `proxy {}` block onto the proxy handler.
-func newProxy(p *config.Proxy, routePath string, log *slog.Logger) (*proxy.Handler, error) {
+// newProxy maps a `proxy {}` block onto the proxy handler. d.Upstream,
+// when set, gets each upstream's metrics handle; the client spans come
+// from the global tracer provider, which telemetry sets.
+func newProxy(p *config.Proxy, routePath string, d Deps) (*proxy.Handler, error) {
+	log := d.Log
+	if log == nil {
+		log = slog.Default()
+	}
 	o := proxy.Options{
 		Balance:               p.Balance,
 		HashHeader:            p.HashHeader,
@@ -35,6 +41,14 @@ func newProxy(p *config.Proxy, routePath string, log *slog.Logger) (*proxy.Handl
 		HeaderUp:              headerOps(p.HeaderUp),
 		HeaderDown:            headerOps(p.HeaderDown),
 		Logger:                log.With("route", routePath),
+	}
+	if up := d.Upstream; up != nil {
+		o.Observe = func(url string) proxy.UpstreamObserver {
+			if u := up(routePath, url); u != nil {
+				return u
+			}
+			return nil // no metrics: nothing to call per try
+		}
 	}
 	for _, u := range p.Upstreams {
 		o.Upstreams = append(o.Upstreams, proxy.Upstream{URL: u.URL, Weight: u.Weight})

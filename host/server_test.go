@@ -247,3 +247,54 @@ func TestDefaultConfigServesDirectory(t *testing.T) {
 		t.Fatalf("%d %q", status, body)
 	}
 }
+
+// TestGatewayLimits: allow/deny answers 403; a rate limit keyed by the
+// consumer an auth filter set limits each consumer on its own.
+func TestGatewayLimits(t *testing.T) {
+	_, base, _ := startConfig(t, `
+site "a.test" {
+  listen = ["127.0.0.1:PORT"]
+  route "/" {
+    respond { body = "ok" }
+    rate_limit {
+      rate  = "60/m"
+      burst = 5
+      key   = "consumer"
+    }
+  }
+  route "/admin" {
+    respond { body = "admin" }
+    deny = ["127.0.0.0/8"]
+  }
+}
+`)
+	status := func(path, consumer string) int {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		req.Header.Set("X-Consumer", consumer)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == 429 && resp.Header.Get("Retry-After") == "" {
+			t.Error("429 without Retry-After")
+		}
+		return resp.StatusCode
+	}
+	var limited int
+	for range 8 {
+		if status("/", "bob") == 429 {
+			limited++
+		}
+	}
+	if limited != 3 {
+		t.Errorf("bob: %d of 8 requests limited, want 3 (burst 5)", limited)
+	}
+	if s := status("/", "alice"); s != 200 {
+		t.Errorf("alice limited with bob's budget: %d", s)
+	}
+	if s := status("/admin", "alice"); s != 403 {
+		t.Errorf("denied client: %d, want 403", s)
+	}
+}

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/filters/filtertest"
 	"github.com/sluicehq/sluice/host"
 	"github.com/sluicehq/sluice/runtime"
@@ -132,40 +131,4 @@ func freeAddr(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
-}
-
-// TestReadmeHCL parses every ```hcl block of every example README.
-func TestReadmeHCL(t *testing.T) {
-	readmes, _ := filepath.Glob("../*/README.md")
-	if len(readmes) == 0 {
-		t.Fatal("no example READMEs")
-	}
-	block := regexp.MustCompile("(?s)```hcl\n(.*?)```")
-	n := 0
-	for _, readme := range readmes {
-		src, err := os.ReadFile(readme)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, m := range block.FindAllSubmatch(src, -1) {
-			n++
-			// Relative paths in a snippet resolve against the README's folder.
-			name := filepath.Join(filepath.Dir(readme), fmt.Sprintf("README.md#hcl%d", i+1))
-			if _, diags := config.Parse(name, withSite(m[1])); diags.HasErrors() {
-				t.Errorf("%s: hcl block %d: %s", readme, i+1, diags.Error())
-			}
-		}
-	}
-	if n == 0 {
-		t.Error("no ```hcl blocks found")
-	}
-}
-
-// withSite completes a snippet that shows only filter blocks with a
-// minimal site, which a config needs.
-func withSite(src []byte) []byte {
-	if regexp.MustCompile(`(?m)^site `).Match(src) {
-		return src
-	}
-	return append(append([]byte{}, src...), "\nsite \"*\" {\n  route \"/\" {\n    respond {\n      status = 200\n    }\n  }\n}\n"...)
 }

@@ -24,6 +24,9 @@ site "localhost" {
     static {
       root     = "./public"
       fallback = "/index.html"
+      cache_control {
+        default = "public, max-age=3600" # robots.txt, images: an hour
+      }
     }
   }
 }

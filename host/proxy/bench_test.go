@@ -1,11 +1,13 @@
 package proxy_test
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/host/exchange/exchangetest"
 	"github.com/sluicehq/sluice/host/proxy"
 	"github.com/valyala/fasthttp"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // fastBackend serves a fixed body with fasthttp on loopback.
@@ -75,6 +78,28 @@ func BenchmarkProxy_KeepAlive(b *testing.B) {
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			run(ctx)
+		}
+	})
+	b.Run("observed", func(b *testing.B) {
+		// Upstream metrics on, and a request span that is not sampled:
+		// the trace context goes upstream, still without allocating.
+		po := newProxy(b, proxy.Options{Upstreams: []proxy.Upstream{{URL: url}},
+			Observe: func(string) proxy.UpstreamObserver { return new(countObserver) }})
+		sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}})
+		traced := trace.ContextWithSpanContext(context.Background(), sc)
+		ho := exchange.Fast(exchange.HandlerFunc(func(x exchange.Exchange) error {
+			x.SetContext(traced)
+			return po.ServeExchange(x)
+		}), exchangetest.RenderError, false)
+		ctx := newCtx()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			ctx.Response.Reset()
+			ho(ctx)
+			if ctx.Response.StatusCode() != 200 || len(ctx.Response.Body()) != 1024 {
+				b.Fatalf("status %d, %d bytes", ctx.Response.StatusCode(), len(ctx.Response.Body()))
+			}
 		}
 	})
 	b.Run("stream-256k", func(b *testing.B) {
@@ -197,5 +222,11 @@ func reportCPU(b *testing.B, c0 time.Duration) {
 }
 
 type countWriter int
+
+type countObserver struct{ n atomic.Int64 }
+
+func (c *countObserver) Request(int, time.Duration) { c.n.Add(1) }
+func (c *countObserver) SetHealthy(bool)            {}
+func (c *countObserver) Close() error               { return nil }
 
 func (c *countWriter) Write(p []byte) (int, error) { *c += countWriter(len(p)); return len(p), nil }

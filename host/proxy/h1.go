@@ -37,11 +37,18 @@ type upstream struct {
 	open, busy atomic.Int64 // connections open, and checked out
 
 	cookie, cookieTLS string // sticky Set-Cookie values
+
+	span      spanInfo         // shared by the client spans
+	obs       UpstreamObserver // nil without Options.Observe
+	healthMu  sync.Mutex       // orders health reports; not on the request path
+	healthy   bool             // as last reported to obs
+	readmit   *time.Timer      // reports the end of a passive cool-down
+	obsClosed bool
 }
 
 func newUpstream(h *Handler, t target, weight int) (*upstream, error) {
 	id := fmt.Sprintf("%016x", balance.HashString(t.raw))
-	u := &upstream{h: h, t: t, node: balance.NewNode(id, weight)}
+	u := &upstream{h: h, t: t, node: balance.NewNode(id, weight), span: newSpanInfo(t), healthy: true}
 	u.cookie = h.cookieName + "=" + id + "; Path=/; HttpOnly; SameSite=Lax"
 	u.cookieTLS = u.cookie + "; Secure"
 	useH2 := t.scheme == "h2c" || (t.scheme == "https" && h.opts.HTTP2)
@@ -185,6 +192,9 @@ func (u *upstream) serveH1(s *state, deadline time.Time) (phase, error) {
 		s.applyOps(&s.h.headerUp)
 		s.h1Built = true
 	}
+	if s.parent.IsValid() {
+		s.injectH1()
+	}
 	if !s.h.upSetsHost {
 		if s.h.keepHost {
 			s.req.Header.SetHostBytes(s.x.Host())
@@ -290,6 +300,7 @@ func (u *upstream) roundTrip(s *state, deadline time.Time) (phase, error) {
 
 	x := s.x
 	status := resp.Header.StatusCode()
+	s.status = status
 	cl := resp.Header.ContentLength() // -1 chunked, -2 until close
 
 	if noBody(status, s.head) {

@@ -83,6 +83,9 @@ func (u *upstream) serveH2(s *state, deadline time.Time) (phase, error) {
 		req.Host = v // set by HeaderUp
 		req.Header.Del("Host")
 	}
+	if s.parent.IsValid() {
+		s.injectH2(req.Header)
+	}
 	if s.bodyLen != 0 {
 		// The transport may read the body after this request's state is
 		// recycled (until the stream ends), so it gets its own reader.
@@ -112,6 +115,7 @@ func (u *upstream) serveH2(s *state, deadline time.Time) (phase, error) {
 		return phaseWait, err
 	}
 
+	s.status = resp.StatusCode
 	x.SetStatus(resp.StatusCode)
 	for k, vs := range resp.Header {
 		kb := []byte(k)

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/sluicehq/sluice/host/proxy/internal/balance"
 )
 
@@ -112,6 +114,35 @@ type Options struct {
 	// Logger receives upstream failures and health changes; nil means
 	// slog.Default().
 	Logger *slog.Logger
+
+	// Observe, when set, is called by New once per upstream, with its URL
+	// as written in Upstreams; the observer it returns (nil: none) is told
+	// of every try on that upstream, of its health changes, and, by
+	// Handler.Close, that the upstream is gone. The host feeds its
+	// upstream metrics this way.
+	Observe func(upstreamURL string) UpstreamObserver
+	// TracerProvider makes the client span of each try of a sampled
+	// request; nil means otel.GetTracerProvider() (the global one, which
+	// follows later otel.SetTracerProvider calls).
+	TracerProvider trace.TracerProvider
+}
+
+// UpstreamObserver is told what happens on one upstream (see
+// Options.Observe). *observe.Upstream is one. Its methods are called
+// concurrently, Request on the request path: it must not block.
+type UpstreamObserver interface {
+	// Request reports one try: the response status, or 0 when no
+	// complete response arrived (connection refused, timeout, broken
+	// response), and how long the try took until the response headers
+	// were relayed (small bodies included; a streamed body is not).
+	Request(status int, d time.Duration)
+	// SetHealthy reports a change of the upstream's availability: taken
+	// down or brought back by the active checks, ejected or readmitted
+	// by the passive ones. Upstreams start out healthy.
+	SetHealthy(healthy bool)
+	// Close reports that the handler is closed. Requests still in flight
+	// may report their tries after it.
+	Close() error
 }
 
 // Upstream is one server.

@@ -21,6 +21,8 @@ import (
 	"github.com/sluicehq/sluice/host/proxy/internal/balance"
 	"github.com/sluicehq/sluice/host/proxy/internal/health"
 	"github.com/valyala/fasthttp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Handler proxies requests to a set of upstreams. It is safe for
@@ -34,6 +36,7 @@ type Handler struct {
 	policy  balance.Policy
 	keyKind keyKind
 	checker *health.Checker
+	tracer  trace.Tracer
 	closed  atomic.Bool
 
 	keepHost   bool
@@ -108,6 +111,11 @@ func New(opts Options) (*Handler, error) {
 	if h.cookieName == "" {
 		h.cookieName = "sluice_upstream"
 	}
+	tp := opts.TracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	h.tracer = tp.Tracer(tracerName)
 	for k := range opts.HeaderUp.Set {
 		if http.CanonicalHeaderKey(k) == "Host" {
 			h.upSetsHost = true
@@ -126,12 +134,15 @@ func New(opts Options) (*Handler, error) {
 	for _, uo := range opts.Upstreams {
 		t, err := parseTarget(uo.URL)
 		if err != nil {
+			h.closeUpstreams()
 			return nil, fmt.Errorf("proxy: %w", err)
 		}
 		if uo.Weight < 0 {
+			h.closeUpstreams()
 			return nil, fmt.Errorf("proxy: upstream %q: negative weight", uo.URL)
 		}
 		if seen[t.raw] {
+			h.closeUpstreams()
 			return nil, fmt.Errorf("proxy: upstream %q listed twice", uo.URL)
 		}
 		seen[t.raw] = true
@@ -139,6 +150,9 @@ func New(opts Options) (*Handler, error) {
 		if err != nil {
 			h.closeUpstreams()
 			return nil, fmt.Errorf("proxy: upstream %q: %w", uo.URL, err)
+		}
+		if opts.Observe != nil {
+			u.obs = opts.Observe(t.raw)
 		}
 		h.ups = append(h.ups, u)
 		nodes = append(nodes, u.node)
@@ -163,6 +177,7 @@ func New(opts Options) (*Handler, error) {
 			h.checker.Start(cfg, func(ctx context.Context) (int, error) { return u.probe(ctx, hc.Path) },
 				func(up bool, status int, err error) {
 					u.node.SetDown(!up)
+					u.reportHealth()
 					if up {
 						h.log.Info("proxy: upstream healthy again", "upstream", u.t.raw)
 					} else {
@@ -174,8 +189,8 @@ func New(opts Options) (*Handler, error) {
 	return h, nil
 }
 
-// Close stops the health checks and closes idle upstream connections.
-// Requests in flight finish.
+// Close stops the health checks, closes idle upstream connections and
+// the upstreams' observers. Requests in flight finish.
 func (h *Handler) Close() error {
 	if h.closed.Swap(true) {
 		return nil
@@ -190,6 +205,7 @@ func (h *Handler) Close() error {
 func (h *Handler) closeUpstreams() {
 	for _, u := range h.ups {
 		u.closeIdle()
+		u.closeObserver()
 	}
 }
 
@@ -280,6 +296,7 @@ func (h *Handler) serve(s *state) error {
 		u := h.ups[i]
 		u.requests.Add(1)
 		u.node.InFlight.Add(1)
+		s.beginTry(u)
 		var ph phase
 		var err error
 		if u.h2 != nil {
@@ -287,6 +304,7 @@ func (h *Handler) serve(s *state) error {
 		} else {
 			ph, err = u.serveH1(s, deadline)
 		}
+		s.endTry(u, err)
 		if err == nil {
 			u.passive.Success()
 			return nil
@@ -321,6 +339,7 @@ func (h *Handler) failed(u *upstream, err error) {
 	h.log.Debug("proxy: upstream try failed", "upstream", u.t.raw, "error", err)
 	if h.s.maxFails > 0 && u.passive.Fail(h.s.maxFails) {
 		u.node.Eject(h.s.coolDown)
+		u.ejected()
 		h.log.Warn("proxy: upstream ejected", "upstream", u.t.raw, "cool_down", h.s.coolDown, "error", err)
 	}
 }
@@ -490,6 +509,15 @@ type state struct {
 	tried        []int
 	triedBuf     [8]int
 
+	// Observing: the request's span context, loaded once (valid: the
+	// trace context sent upstream is ours, not the client's); the try's
+	// client span (sampled requests only), start and response status.
+	parent   trace.SpanContext
+	span     trace.Span
+	tryStart time.Time
+	status   int
+	tp       [traceparentLen]byte
+
 	bodyLen    int64     // -1: unknown
 	body       io.Reader // the client's body
 	lim        bodyReader
@@ -538,6 +566,7 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 
 func (s *state) start(x exchange.Exchange, cl int64) {
 	s.x = x
+	s.parent = trace.SpanContextFromContext(x.Context())
 	s.tried = s.triedBuf[:0]
 	s.head = string(x.Method()) == http.MethodHead
 	s.peer = forwarded.Peer(x.RemoteAddr())
@@ -589,6 +618,7 @@ func (s *state) finish() {
 	s.h1Built, s.toH2, s.h2Header, s.h2URI = false, false, nil, ""
 	s.x, s.body, s.seeker, s.lim = nil, nil, nil, bodyReader{}
 	s.upgrade, s.hasXFP, s.hasXFH = false, false, false
+	s.parent, s.span = trace.SpanContext{}, nil
 	s.xff, s.fwd, s.conn = s.xff[:0], s.fwd[:0], nil
 	if cap(s.uri) > 16<<10 {
 		s.uri = nil
@@ -661,6 +691,10 @@ func (s *state) addHeader(k, v []byte) {
 		if s.upgrade && equalFold(k, "upgrade") {
 			s.put(k, v)
 			return
+		}
+	case 10, 11:
+		if s.parent.IsValid() && isTraceHeader(k) {
+			return // ours replace the client's
 		}
 	case 9:
 		if equalFold(k, "forwarded") {

@@ -46,6 +46,7 @@ func (h *Handler) serveUpgrade(x exchange.Exchange) error {
 		s.tried = append(s.tried, i)
 		u := h.ups[i]
 		u.requests.Add(1)
+		s.beginTry(u)
 		var cfg = u.tls
 		if cfg != nil && u.h2 != nil {
 			// The upgrade is an HTTP/1.1 exchange.
@@ -54,11 +55,16 @@ func (h *Handler) serveUpgrade(x exchange.Exchange) error {
 		}
 		conn, err := u.dialRaw(x.Context(), u.t.addr, time.Until(deadline), cfg)
 		if err != nil {
+			s.endTry(u, err)
 			last = err
 			h.failed(u, err)
 			continue
 		}
+		if s.parent.IsValid() {
+			s.injectH1()
+		}
 		err = h.upgradeOn(s, u, conn, deadline)
+		s.endTry(u, err)
 		if err == nil {
 			u.passive.Success()
 			return nil
@@ -101,6 +107,7 @@ func (h *Handler) upgradeOn(s *state, u *upstream, conn net.Conn, deadline time.
 		return err
 	}
 	status := resp.Header.StatusCode()
+	s.status = status
 	if status != http.StatusSwitchingProtocols {
 		// Refused: relay the answer as it is.
 		if err := resp.ReadBody(br, 1<<20); err != nil && status >= 200 && status != 204 && status != 304 {

@@ -25,6 +25,10 @@ type CacheControl struct {
 	Types map[string]string
 	// Off sends no Cache-Control at all.
 	Off bool
+	// Exact takes HTML, Hashed and Default as they are, an empty one
+	// sending no header, instead of filling empty ones with the defaults
+	// (the HCL config does its own defaulting).
+	Exact bool
 }
 
 const (
@@ -34,6 +38,9 @@ const (
 )
 
 func (c *CacheControl) withDefaults() {
+	if c.Exact {
+		return
+	}
 	if c.HTML == "" {
 		c.HTML = defaultHTMLCache
 	}

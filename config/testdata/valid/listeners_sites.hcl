@@ -7,6 +7,7 @@ admin {
 
 server {
   shutdown_timeout = "10s"
+  shutdown_delay   = "3s"
   cache_dir        = "cache"
 }
 

@@ -1,4 +1,8 @@
-# ACME certificates, client certificates, HSTS and redirects.
+# ACME certificates, client certificates, HSTS, redirects and HTTP/3.
+listener ":8443" {
+  http3 = true
+}
+
 site "shop.example.com" {
   aliases        = ["www.shop.example.com"]
   https_redirect = [":8080"]

@@ -72,6 +72,16 @@ func (n *Node) Ejected() bool {
 	return u != 0 && time.Now().UnixNano() < u
 }
 
+// EjectedFor returns how much of the node's passive cool-down is left
+// (0 when it is not ejected).
+func (n *Node) EjectedFor() time.Duration {
+	u := n.until.Load()
+	if u == 0 {
+		return 0
+	}
+	return max(0, time.Duration(u-time.Now().UnixNano()))
+}
+
 // Policy picks a node for a request.
 type Policy interface {
 	// Pick returns the index of the chosen node, or -1 when no node is

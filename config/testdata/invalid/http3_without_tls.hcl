@@ -1,0 +1,9 @@
+listener ":8080" {
+  http3 = true
+}
+
+site "*" {
+  route "/" {
+    respond {}
+  }
+}
