@@ -86,6 +86,7 @@ func Build(cfg *config.Config, d Deps) (_ *Generation, err error) {
 			MaxConns:          l.MaxConns,
 			TLS:               l.TLS,
 			H2C:               l.H2C,
+			HTTP3:             l.HTTP3,
 		})
 	}
 	if err := buildTLS(cfg, g, d.Log); err != nil {

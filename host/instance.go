@@ -41,7 +41,7 @@ type InstanceOptions struct {
 	Log *slog.Logger
 	// ShutdownDelay is how long Shutdown reports not-ready (/readyz 503)
 	// before it stops accepting, so load balancers stop sending first.
-	// Zero means no delay.
+	// Zero means the config's server.shutdown_delay (default none).
 	ShutdownDelay time.Duration
 }
 

@@ -40,6 +40,8 @@ type ListenerOptions struct {
 	// listener: connections that open with the HTTP/2 preface go to
 	// net/http, the rest to fasthttp.
 	H2C bool
+	// HTTP3 also serves HTTP/3 on the port over UDP (h3.go); TLS only.
+	HTTP3 bool
 }
 
 // listener is one listening socket and the engines behind it. It
@@ -64,6 +66,7 @@ type listener struct {
 	base          *tls.Config // nil on plain listeners
 	handshake     time.Duration
 	done          chan struct{} // closed when every serve loop has returned
+	h3            *h3Server     // HTTP/3 on the same port (h3.go); nil unless HTTP3
 	log           *slog.Logger
 }
 
@@ -121,6 +124,12 @@ func (s *Server) openListener(o ListenerOptions) (*listener, error) {
 		}
 	}
 	l.ln = &rootListener{Listener: ln, close: l.closeQueues}
+	if o.HTTP3 && o.TLS { // h3.go
+		if l.h3, err = l.openH3(raw.Addr()); err != nil {
+			_ = raw.Close()
+			return nil, err
+		}
+	}
 
 	var wg sync.WaitGroup
 	serve := func(name string, fn func() error) {
@@ -138,6 +147,9 @@ func (s *Server) openListener(o ListenerOptions) (*listener, error) {
 		serve("fasthttp", func() error { return l.fast.Serve(l.toFast) })
 		serve("net/http", func() error { return l.std.Serve(l.toStd) })
 		serve("accept", l.acceptLoop)
+	}
+	if l.h3 != nil {
+		serve("http3", func() error { return l.h3.serve(o.MaxConns) })
 	}
 	go func() {
 		wg.Wait()
@@ -269,6 +281,9 @@ var (
 func (l *listener) fastHandler(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	maxBody := int(l.opts.MaxRequestBody)
 	return func(ctx *fasthttp.RequestCtx) {
+		if l.h3 != nil { // Alt-Svc, as HSTS below (h3.go)
+			defer l.h3.setAltSvc(ctx)
+		}
 		switch n := ctx.Request.Header.ContentLength(); {
 		case n == -1 && smuggled(ctx.Request.Header.RawHeaders()):
 			l.engineError(ctx, errConflictingFraming)
@@ -398,6 +413,9 @@ func (l *listener) stdHandler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		if l.h3 != nil { // Alt-Svc, set first as HSTS below (h3.go)
+			w.Header().Set(altSvcHeader, l.h3.altSvc)
+		}
 		t := tg.table(l.opts.Address)
 		if t == nil || !t.PerRequest() {
 			next.ServeHTTP(w, r)
@@ -474,9 +492,13 @@ func (l *listener) shutdown(ctx context.Context) error {
 			}
 		}()
 	}
+	var h3err error
+	if l.h3 != nil { // h3.go
+		wg.Go(func() { h3err = l.h3.shutdown(ctx) })
+	}
 	ferr := l.fast.ShutdownWithContext(ctx)
 	wg.Wait()
-	errs = append(errs, ferr)
+	errs = append(errs, ferr, h3err)
 	select {
 	case <-l.done:
 	case <-ctx.Done():

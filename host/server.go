@@ -83,6 +83,7 @@ func (s *Server) Apply(g *Generation) error {
 		if err != nil {
 			for _, l := range opened {
 				l.ln.Close()
+				l.closeH3() // h3.go
 				delete(s.listeners, l.opts.Address)
 			}
 			return err

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"reflect"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/host/admin"
 	"github.com/sluicehq/sluice/host/exchange"
 	"github.com/sluicehq/sluice/host/observe"
+	"github.com/sluicehq/sluice/host/tlsconf"
 )
 
 // telemetry is what outlives generations on the observing side: metrics,
@@ -32,6 +35,21 @@ type telemetry struct {
 	admin    *admin.Server // nil without an admin block
 	first    *config.Config
 	draining atomic.Bool
+
+	// shutdownDelay is server.shutdown_delay of the config serving now:
+	// Shutdown's delay when InstanceOptions.ShutdownDelay is zero.
+	shutdownDelay atomic.Int64
+	// inst is the instance served (set by startAdmin), for the
+	// certificates of its serving generation.
+	inst *Instance
+	// certEvery is how often certificate expiries are read again (files
+	// reloaded, ACME certificates obtained or renewed); certKeys the
+	// (site, name) pairs last reported.
+	certEvery time.Duration
+	certMu    sync.Mutex
+	certKeys  map[[2]string]bool
+	stop      chan struct{} // closed by close: stops the refresh
+	stopOnce  sync.Once
 }
 
 // newTelemetry builds the telemetry a config asks for. Nothing listens
@@ -40,7 +58,8 @@ func newTelemetry(cfg *config.Config, log *slog.Logger) (t *telemetry, err error
 	if log == nil {
 		log = slog.Default()
 	}
-	t = &telemetry{log: log, first: cfg}
+	t = &telemetry{log: log, first: cfg, certEvery: time.Minute, stop: make(chan struct{})}
+	t.shutdownDelay.Store(int64(cfg.Server.ShutdownDelay))
 	defer func() {
 		if err != nil {
 			_ = t.close(context.Background())
@@ -91,6 +110,8 @@ func (t *telemetry) reloaded(err error) {
 // applied notes a config that was swapped in: telemetry and admin
 // settings take effect only at start, so a change is logged.
 func (t *telemetry) applied(cfg *config.Config) {
+	t.shutdownDelay.Store(int64(cfg.Server.ShutdownDelay))
+	t.reportCertificates()
 	if !reflect.DeepEqual(redactedTelemetry(t.first), redactedTelemetry(cfg)) {
 		t.log.Warn("telemetry and admin settings changed; they take effect at the next restart")
 	}
@@ -152,6 +173,7 @@ func (t *telemetry) reopen() error {
 // startAdmin opens the admin listener, serving i's config, readiness and
 // reloads. Without an admin block it does nothing.
 func (t *telemetry) startAdmin(i *Instance) error {
+	t.inst = i
 	cfg := i.Config()
 	if cfg == nil || cfg.Admin == nil {
 		return nil
@@ -188,7 +210,56 @@ func (t *telemetry) startAdmin(i *Instance) error {
 		return err
 	}
 	t.admin = s
+	if t.metrics != nil {
+		t.reportCertificates()
+		go t.refreshCertificates()
+	}
 	return nil
+}
+
+// reportCertificates sets the expiry metric of every certificate the
+// serving generation has (its TLS listeners' file and ACME
+// certificates). The series are reset first when the set of (site,
+// name) pairs changed, so that a certificate no longer served goes.
+func (t *telemetry) reportCertificates() {
+	if t.metrics == nil || t.inst == nil {
+		return
+	}
+	var certs []tlsconf.Certificate
+	if g := t.inst.srv.Current(); g != nil && g.tls != nil {
+		for _, tb := range g.tls.tables {
+			certs = append(certs, tb.Certificates()...)
+		}
+	}
+	keys := make(map[[2]string]bool, len(certs))
+	for _, c := range certs {
+		keys[[2]string{c.Site, c.Name}] = true
+	}
+	t.certMu.Lock()
+	defer t.certMu.Unlock()
+	if !maps.Equal(keys, t.certKeys) {
+		t.metrics.ResetCertificates()
+		t.certKeys = keys
+	}
+	for _, c := range certs {
+		t.metrics.SetCertificateExpiry(c.Site, c.Name, c.NotAfter)
+	}
+}
+
+// refreshCertificates reports the certificates every certEvery until
+// close: reloaded files and renewed ACME certificates show up without a
+// config reload.
+func (t *telemetry) refreshCertificates() {
+	tick := time.NewTicker(t.certEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-tick.C:
+			t.reportCertificates()
+		}
+	}
 }
 
 // adminAddr is the admin listener's bound address ("" when none).
@@ -200,10 +271,14 @@ func (t *telemetry) adminAddr() string {
 }
 
 // shutdown is a graceful stop: /readyz turns 503 at once, then after
-// delay (for load balancers to notice) drain runs, then telemetry closes
-// (pending spans and log lines are flushed). ctx bounds the whole.
+// delay (for load balancers to notice; zero means the config's
+// server.shutdown_delay) drain runs, then telemetry closes (pending
+// spans and log lines are flushed). ctx bounds the whole.
 func (t *telemetry) shutdown(ctx context.Context, delay time.Duration, drain func(context.Context) error) error {
 	t.draining.Store(true)
+	if delay == 0 {
+		delay = time.Duration(t.shutdownDelay.Load())
+	}
 	if delay > 0 {
 		t.log.Info("not ready; draining after the shutdown delay", "delay", delay)
 		timer := time.NewTimer(delay)
@@ -219,6 +294,7 @@ func (t *telemetry) shutdown(ctx context.Context, delay time.Duration, drain fun
 
 // close stops the admin API, flushes and stops tracing and the access log.
 func (t *telemetry) close(ctx context.Context) error {
+	t.stopOnce.Do(func() { close(t.stop) })
 	var errs []error
 	if t.admin != nil {
 		errs = append(errs, t.admin.Close())

@@ -300,7 +300,7 @@ func (u *upstream) roundTrip(s *state, deadline time.Time) (phase, error) {
 
 	x := s.x
 	status := resp.Header.StatusCode()
-	s.status = status
+	s.gotResponse(u, status)
 	cl := resp.Header.ContentLength() // -1 chunked, -2 until close
 
 	if noBody(status, s.head) {

@@ -115,7 +115,7 @@ func (u *upstream) serveH2(s *state, deadline time.Time) (phase, error) {
 		return phaseWait, err
 	}
 
-	s.status = resp.StatusCode
+	s.gotResponse(u, resp.StatusCode)
 	x.SetStatus(resp.StatusCode)
 	for k, vs := range resp.Header {
 		kb := []byte(k)

@@ -54,21 +54,30 @@ func newSpanInfo(t target) spanInfo {
 func (s *state) beginTry(u *upstream) {
 	s.status = 0
 	if u.obs != nil {
-		s.tryStart = time.Now()
+		s.tryStart, s.respAt = time.Now(), time.Time{}
 	}
 	if s.parent.IsSampled() {
 		s.startSpan(u)
 	}
 }
 
-// endTry reports the try that beginTry started; err is its failure.
+// gotResponse notes the try's response status, once its headers are in.
+func (s *state) gotResponse(u *upstream, status int) {
+	s.status = status
+	if u.obs != nil {
+		s.respAt = time.Now()
+	}
+}
+
+// endTry reports the try that beginTry started; err is its failure. The
+// duration is until the response headers arrived, or until the failure.
 func (s *state) endTry(u *upstream, err error) {
 	if u.obs != nil {
-		status := s.status
-		if err != nil {
-			status = 0
+		status, end := s.status, s.respAt
+		if err != nil || end.IsZero() {
+			status, end = 0, time.Now()
 		}
-		u.obs.Request(status, time.Since(s.tryStart))
+		u.obs.Request(status, end.Sub(s.tryStart))
 	}
 	if s.span != nil {
 		s.endSpan(err)

@@ -133,8 +133,8 @@ type Options struct {
 type UpstreamObserver interface {
 	// Request reports one try: the response status, or 0 when no
 	// complete response arrived (connection refused, timeout, broken
-	// response), and how long the try took until the response headers
-	// were relayed (small bodies included; a streamed body is not).
+	// response), and how long the try took: until the response headers
+	// arrived, or until it failed.
 	Request(status int, d time.Duration)
 	// SetHealthy reports a change of the upstream's availability: taken
 	// down or brought back by the active checks, ejected or readmitted

@@ -511,10 +511,11 @@ type state struct {
 
 	// Observing: the request's span context, loaded once (valid: the
 	// trace context sent upstream is ours, not the client's); the try's
-	// client span (sampled requests only), start and response status.
+	// client span (sampled requests only), start and response.
 	parent   trace.SpanContext
 	span     trace.Span
 	tryStart time.Time
+	respAt   time.Time // when the try's response headers arrived
 	status   int
 	tp       [traceparentLen]byte
 

@@ -107,7 +107,7 @@ func (h *Handler) upgradeOn(s *state, u *upstream, conn net.Conn, deadline time.
 		return err
 	}
 	status := resp.Header.StatusCode()
-	s.status = status
+	s.gotResponse(u, status)
 	if status != http.StatusSwitchingProtocols {
 		// Refused: relay the answer as it is.
 		if err := resp.ReadBody(br, 1<<20); err != nil && status >= 200 && status != 204 && status != 304 {

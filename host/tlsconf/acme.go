@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -198,6 +200,33 @@ func (m *acmeManager) obtain(name string, stop <-chan struct{}) {
 		case <-stop:
 			return
 		case <-time.After(wait):
+		}
+	}
+}
+
+// storedLeaf returns the leaf of name's certificate as the manager keeps
+// it in storage (autocert writes every issuance and renewal there), or
+// nil when there is none yet. It reads storage only: never the CA.
+func (m *acmeManager) storedLeaf(name string) *x509.Certificate {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// obtain asks for an ECDSA certificate, which autocert stores under
+	// the bare name.
+	data, err := m.m.Cache.Get(ctx, name)
+	if err != nil {
+		return nil
+	}
+	for {
+		var b *pem.Block
+		if b, data = pem.Decode(data); b == nil {
+			return nil
+		}
+		if b.Type == "CERTIFICATE" {
+			leaf, err := x509.ParseCertificate(b.Bytes)
+			if err != nil {
+				return nil
+			}
+			return leaf
 		}
 	}
 }

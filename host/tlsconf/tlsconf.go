@@ -425,6 +425,70 @@ func (t *Table) Close() error {
 	return nil
 }
 
+// Certificate is one certificate a table serves, for expiry metrics.
+type Certificate struct {
+	// Site is the name of the site that serves it.
+	Site string
+	// Name is what the certificate is for: the name an ACME certificate
+	// was obtained for, or the first DNS name of a certificate file (its
+	// subject's common name when it has none, else the site's name).
+	Name string
+	// NotAfter is when it expires.
+	NotAfter time.Time
+}
+
+// Certificates lists the certificates the table serves now: each site's
+// certificate file, as last (re)loaded, and each ACME certificate that
+// is in the manager's storage (obtained or renewed; none while the first
+// issuance is pending). It reads files for ACME sites, so it does not
+// belong on the request path.
+func (t *Table) Certificates() []Certificate {
+	var out []Certificate
+	for _, p := range t.policies {
+		switch {
+		case p.cert != nil:
+			leaf := leafOf(p.cert.cur.Load())
+			if leaf == nil {
+				continue
+			}
+			name := p.Name
+			switch {
+			case len(leaf.DNSNames) > 0:
+				name = leaf.DNSNames[0]
+			case leaf.Subject.CommonName != "":
+				name = leaf.Subject.CommonName
+			}
+			out = append(out, Certificate{Site: p.Name, Name: name, NotAfter: leaf.NotAfter})
+		case p.acme != nil:
+			for _, n := range p.acme.names {
+				if leaf := p.acme.m.storedLeaf(n); leaf != nil {
+					out = append(out, Certificate{Site: p.Name, Name: n, NotAfter: leaf.NotAfter})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// leafOf returns a certificate's parsed leaf (crypto/tls fills it in at
+// load; parsed here when it did not).
+func leafOf(c *tls.Certificate) *x509.Certificate {
+	if c == nil {
+		return nil
+	}
+	if c.Leaf != nil {
+		return c.Leaf
+	}
+	if len(c.Certificate) == 0 {
+		return nil
+	}
+	leaf, err := x509.ParseCertificate(c.Certificate[0])
+	if err != nil {
+		return nil
+	}
+	return leaf
+}
+
 // Identity returns the subject (RFC 4514) of the verified client
 // certificate of a connection, or "" when the client presented none.
 func Identity(cs *tls.ConnectionState) string {

@@ -174,22 +174,27 @@ func (p Pair) Write(t T, dir, prefix string) (certFile, keyFile string) {
 // Server issues a server certificate for names (DNS names or IP
 // addresses); the first name is also the subject's common name.
 func (ca *CA) Server(t T, names ...string) Pair {
-	return ca.issue(t, x509.ExtKeyUsageServerAuth, names[0], names)
+	return ca.issue(t, x509.ExtKeyUsageServerAuth, names[0], names, time.Now().Add(24*time.Hour))
+}
+
+// ServerUntil is Server with a certificate that expires at notAfter.
+func (ca *CA) ServerUntil(t T, notAfter time.Time, names ...string) Pair {
+	return ca.issue(t, x509.ExtKeyUsageServerAuth, names[0], names, notAfter)
 }
 
 // Client issues a client certificate whose subject common name is cn.
 func (ca *CA) Client(t T, cn string) Pair {
-	return ca.issue(t, x509.ExtKeyUsageClientAuth, cn, nil)
+	return ca.issue(t, x509.ExtKeyUsageClientAuth, cn, nil, time.Now().Add(24*time.Hour))
 }
 
-func (ca *CA) issue(t T, usage x509.ExtKeyUsage, cn string, names []string) Pair {
+func (ca *CA) issue(t T, usage x509.ExtKeyUsage, cn string, names []string, notAfter time.Time) Pair {
 	t.Helper()
 	key := newKey(t, ca.kind)
 	tmpl := &x509.Certificate{
 		SerialNumber: nextSerial(),
 		Subject:      pkix.Name{CommonName: cn, Organization: []string{"sluice tests"}},
 		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
+		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
 	}

@@ -1,0 +1,83 @@
+package tlsconf_test
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/host/tlsconf"
+	"github.com/sluicehq/sluice/host/tlsconf/tlstest"
+)
+
+func sortedCerts(t *tlsconf.Table) []tlsconf.Certificate {
+	cs := t.Certificates()
+	sort.Slice(cs, func(i, j int) bool { return cs[i].Site+cs[i].Name < cs[j].Site+cs[j].Name })
+	return cs
+}
+
+func same(a, b tlsconf.Certificate) bool {
+	return a.Site == b.Site && a.Name == b.Name && a.NotAfter.Equal(b.NotAfter)
+}
+
+func TestCertificatesFiles(t *testing.T) {
+	ca := tlstest.NewCA(t, tlstest.ECDSA)
+	dir := t.TempDir()
+	expA := time.Now().Add(40 * 24 * time.Hour).Truncate(time.Second)
+	expB := time.Now().Add(10 * 24 * time.Hour).Truncate(time.Second)
+	ac, ak := ca.ServerUntil(t, expA, "www.a.test", "a.test").Write(t, dir, "a-")
+	bc, bk := ca.ServerUntil(t, expB, "b.test").Write(t, dir, "b-")
+	table, err := tlsconf.New([]tlsconf.Site{
+		{Name: "a.test", Hosts: []string{"www.a.test"}, CertFile: ac, KeyFile: ak},
+		{Name: "b.test", CertFile: bc, KeyFile: bk},
+	}, tlsconf.Options{ReloadEvery: time.Millisecond, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer table.Close()
+	got := sortedCerts(table)
+	want := []tlsconf.Certificate{{Site: "a.test", Name: "www.a.test", NotAfter: expA}, {Site: "b.test", Name: "b.test", NotAfter: expB}}
+	if len(got) != 2 || !same(got[0], want[0]) || !same(got[1], want[1]) {
+		t.Fatalf("Certificates() = %v, want %v", got, want)
+	}
+	// A reloaded file is what is reported.
+	expB2 := expB.Add(60 * 24 * time.Hour)
+	c, k := ca.ServerUntil(t, expB2, "b.test").Write(t, t.TempDir(), "")
+	if err := os.Rename(k, bk); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(c, bc); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	handshake(t, table, (&fixture{ca: ca}).client("b.test")) // notices the change
+	if got := sortedCerts(table); len(got) != 2 || !got[1].NotAfter.Equal(expB2) {
+		t.Fatalf("after reload: %v, want b.test until %v", got, expB2)
+	}
+}
+
+func TestCertificatesACME(t *testing.T) {
+	ca := tlstest.NewCA(t, tlstest.ECDSA)
+	storage := t.TempDir()
+	exp := time.Now().Add(30 * 24 * time.Hour).Truncate(time.Second)
+	p := ca.ServerUntil(t, exp, "stored.test")
+	// autocert's storage format: the key, then the chain, under the name.
+	if err := os.WriteFile(filepath.Join(storage, "stored.test"), append(p.KeyPEM, p.CertPEM...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	table, err := tlsconf.New([]tlsconf.Site{{
+		Name:  "stored.test",
+		Hosts: []string{"pending.test"},
+		ACME:  &tlsconf.ACME{Directory: "http://127.0.0.1:1/directory", Storage: storage, RenewBefore: time.Hour},
+	}}, tlsconf.Options{Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer table.Close()
+	got := table.Certificates()
+	if len(got) != 1 || !same(got[0], tlsconf.Certificate{Site: "stored.test", Name: "stored.test", NotAfter: exp}) {
+		t.Fatalf("Certificates() = %v, want stored.test until %v and nothing for the pending name", got, exp)
+	}
+}
