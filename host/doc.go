@@ -4,9 +4,10 @@
 // The request path, in the order a request meets it (folder in brackets):
 //
 //	listener (listener.go)
-//	  → TLS, SNI picks the site's certificate        [host/tlsconf]
-//	  → engine: fasthttp for HTTP/1.1, net/http for HTTP/2, both wrapped
-//	    in one exchange.Exchange                     [host/exchange]
+//	  → TLS, SNI picks the site's certificate; ALPN picks the engine
+//	                                                 [host/tlsconf, tls.go]
+//	  → engine: fasthttp for HTTP/1.1, net/http for HTTP/2, quic-go for
+//	    HTTP/3 (h3.go), all wrapped in one exchange.Exchange [host/exchange]
 //	  → current generation, one atomic load          (server.go: dispatch)
 //	  → site by Host, route by longest path prefix   [host/route]
 //	  → allow/deny, rate limit                       [host/gateway]
@@ -14,7 +15,11 @@
 //	  → native handler: static files or proxy        [host/static, host/proxy]
 //	  → response filters in reverse order            [host/chain]
 //	  → errors rendered in one place                 (server.go: renderError)
-//	  → access log, metrics                          [host/observe]
+//	  → access log, metrics, the server span         [host/observe]
+//
+// Around it: the admin API (/metrics, /healthz, /readyz, /config,
+// /filters, POST /reload) in host/admin, wired with telemetry in
+// telemetry.go; the Wasm filters of a generation in filters.go.
 //
 // A generation (build.go) is everything one config load builds: route
 // tables per listener and every handler with its caches, pools and
