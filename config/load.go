@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
+	"github.com/zclconf/go-cty/cty/function/stdlib"
 )
 
 // Load reads, parses, decodes, defaults and validates the config file at
@@ -57,8 +58,10 @@ func Parse(filename string, src []byte) (*Config, hcl.Diagnostics) {
 	}
 	d := &decoder{dir: filepath.Dir(abs), diags: diags, meta: map[*Site]*siteMeta{}}
 	d.ctx = &hcl.EvalContext{Functions: map[string]function.Function{
-		"env":  envFunc,
-		"file": fileFunc(d.dir),
+		"env":        envFunc,
+		"file":       fileFunc(d.dir),
+		"trimspace":  stdlib.TrimSpaceFunc,
+		"jsondecode": stdlib.JSONDecodeFunc,
 	}}
 	c := d.config(file.Body)
 	c.File = abs
