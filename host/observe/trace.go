@@ -50,11 +50,16 @@ type TracingOptions struct {
 type Tracing struct {
 	tp     *sdktrace.TracerProvider
 	tracer trace.Tracer
+	ratio  float64 // root sampling ratio, decided in Wrap
 }
 
-// NewTracing builds the tracer provider: a batching OTLP exporter and the
-// sampler ParentBased(TraceIDRatioBased(SampleRatio)). Nothing is dialled
-// until the first export.
+// NewTracing builds the tracer provider: a batching OTLP exporter, with
+// the sampling of ParentBased(TraceIDRatioBased(SampleRatio)). The root
+// decision is taken in Wrap before any span exists, so that an unsampled
+// request costs no span at all; the provider's own sampler is
+// ParentBased(AlwaysSample) for the spans Wrap does start and their
+// children (filters, upstream attempts). Nothing is dialled until the
+// first export.
 func NewTracing(o TracingOptions) (*Tracing, error) {
 	exp := o.Exporter
 	if exp == nil {
@@ -77,11 +82,11 @@ func NewTracing(o TracingOptions) (*Tracing, error) {
 		bopts = append(bopts, sdktrace.WithBatchTimeout(o.BatchTimeout))
 	}
 	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(o.SampleRatio))),
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
 		sdktrace.WithBatcher(exp, bopts...),
 		sdktrace.WithResource(res),
 	)
-	return &Tracing{tp: tp, tracer: tp.Tracer("github.com/sluicehq/sluice/host")}, nil
+	return &Tracing{tp: tp, tracer: tp.Tracer("github.com/sluicehq/sluice/host"), ratio: o.SampleRatio}, nil
 }
 
 func newExporter(o TracingOptions) (sdktrace.SpanExporter, error) {

@@ -1,6 +1,8 @@
 package observe
 
 import (
+	"encoding/binary"
+	"math/rand/v2"
 	"net"
 	"strconv"
 	"sync/atomic"
@@ -44,7 +46,7 @@ func (o *Observer) Wrap(site, route string, next exchange.Handler) exchange.Hand
 	}
 	w := &wrapped{next: next, site: site, route: route, m: o.Metrics, log: o.AccessLog}
 	if o.Tracing != nil {
-		w.tracer = o.Tracing.tracer
+		w.tracer, w.ratio = o.Tracing.tracer, o.Tracing.ratio
 	}
 	for i, m := range methodNames {
 		if i == methodOther {
@@ -60,6 +62,7 @@ type wrapped struct {
 	site, route string
 	m           *Metrics
 	tracer      trace.Tracer
+	ratio       float64 // sampling ratio of root requests
 	log         *AccessLog
 	spanNames   [numMethods]string
 	methods     [numMethods]atomic.Pointer[methodSeries]
@@ -120,13 +123,30 @@ func (w *wrapped) ServeExchange(x exchange.Exchange) error {
 		ms.active.Inc()
 	}
 	var span trace.Span
+	var sc trace.SpanContext
 	if w.tracer != nil {
+		// ParentBased(TraceIDRatioBased): a remote parent decides, else
+		// the ratio. An unsampled request starts no SDK span (its sampler,
+		// ID generator and span cost more than the request's own work):
+		// it gets fresh ids, not sampled, which still propagate to
+		// upstreams and reach the access log.
 		ctx := Extract(x.Context(), x)
-		ctx, span = w.tracer.Start(ctx, w.spanNames[mi], serverSpan...)
-		if span.IsRecording() {
-			w.startAttributes(span, x)
+		parent := trace.SpanContextFromContext(ctx)
+		var sample bool
+		if parent.IsValid() {
+			sample = parent.IsSampled()
+		} else {
+			sample = w.ratio >= 1 || (w.ratio > 0 && rand.Float64() < w.ratio)
 		}
-		x.SetContext(ctx)
+		switch {
+		case sample:
+			ctx, span = w.tracer.Start(ctx, w.spanNames[mi], serverSpan...)
+			w.startAttributes(span, x)
+			x.SetContext(ctx)
+		default:
+			sc = unsampled(parent)
+			x.SetContext(trace.ContextWithSpanContext(ctx, sc))
+		}
 	}
 
 	err := w.next.ServeExchange(x)
@@ -140,7 +160,6 @@ func (w *wrapped) ServeExchange(x exchange.Exchange) error {
 	if err == nil {
 		size = responseSize(x)
 	}
-	var sc trace.SpanContext
 	if span != nil {
 		sc = span.SpanContext()
 		if span.IsRecording() {
@@ -180,6 +199,20 @@ func (w *wrapped) ServeExchange(x exchange.Exchange) error {
 		w.log.Log(&e)
 	}
 	return err
+}
+
+// unsampled returns the span context of a request that is not sampled:
+// a new span of the remote parent's trace, or of a new trace.
+func unsampled(parent trace.SpanContext) trace.SpanContext {
+	var cfg trace.SpanContextConfig
+	if parent.IsValid() {
+		cfg.TraceID, cfg.TraceState = parent.TraceID(), parent.TraceState()
+	} else {
+		binary.BigEndian.PutUint64(cfg.TraceID[:8], rand.Uint64())
+		binary.BigEndian.PutUint64(cfg.TraceID[8:], rand.Uint64()|1)
+	}
+	binary.BigEndian.PutUint64(cfg.SpanID[:], rand.Uint64()|1)
+	return trace.NewSpanContext(cfg)
 }
 
 // startAttributes sets the request attributes of a recording span; only
