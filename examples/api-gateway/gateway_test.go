@@ -1,25 +1,19 @@
 package apigateway_test
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/sluicehq/sluice/examples/internal/exampletest"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/sluicehq/sluice/host"
 )
 
 // Secrets the test sets in the environment, where sluice.hcl reads them.
@@ -210,80 +204,20 @@ func mint(secret, alg string, claims map[string]any) string {
 	return signing + "." + enc.EncodeToString(mac.Sum(nil))
 }
 
-var client = &http.Client{Timeout: 5 * time.Second}
-
 func do(t *testing.T, method, url string, h http.Header) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range h {
-		if len(v) > 0 && v[0] != "" {
-			req.Header[k] = v
-		}
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, body
+	return exampletest.Do(t, method, url, h)
 }
 
-// boot starts sluice.hcl with the upstream replaced by upstream, and the
-// listen and admin addresses by free ones; it returns the site's base
-// URL. The config is copied to a temporary folder with its relative paths
-// made absolute, so nothing is written beside the example.
+// boot starts sluice.hcl on free ports with upstream as its backend and
+// returns the site's base URL.
 func boot(t *testing.T, upstream string) string {
 	t.Helper()
-	src, err := os.ReadFile("sluice.hcl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := freeAddr(t)
-	hcl := strings.ReplaceAll(string(src), `"http://127.0.0.1:9000"`, `"`+upstream+`"`)
-	hcl = strings.ReplaceAll(hcl, `"127.0.0.1:8080"`, `"`+addr+`"`)
-	hcl = strings.ReplaceAll(hcl, `"127.0.0.1:2019"`, `"`+freeAddr(t)+`"`)
-	dir, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hcl = relPath.ReplaceAllStringFunc(hcl, func(m string) string {
-		sub := relPath.FindStringSubmatch(m)
-		return sub[1] + filepath.ToSlash(filepath.Join(dir, sub[2])) + `"`
-	})
-	path := filepath.Join(t.TempDir(), "sluice.hcl")
-	if err := os.WriteFile(path, []byte(hcl), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	inst, err := host.Start(host.InstanceOptions{Path: path, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		inst.Shutdown(ctx)
+	addr := exampletest.FreeAddr(t)
+	exampletest.Boot(t, map[string]string{
+		"http://127.0.0.1:9000": upstream,
+		"127.0.0.1:8080":        addr,
+		"127.0.0.1:2019":        exampletest.FreeAddr(t),
 	})
 	return "http://" + addr
-}
-
-// relPath matches a relative module or root path in a config.
-var relPath = regexp.MustCompile(`(?m)^(\s*(?:module|root)\s*=\s*")([^"/][^"]*)"`)
-
-// freeAddr returns a loopback address with a port free a moment ago (the
-// config refuses port 0).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

@@ -3,20 +3,17 @@ package customfilter_test
 import (
 	"context"
 	"fmt"
+	"github.com/sluicehq/sluice/examples/internal/exampletest"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sluicehq/sluice/filters/filtertest"
-	"github.com/sluicehq/sluice/host"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -75,28 +72,8 @@ func TestServe(t *testing.T) {
 	}))
 	defer up.Close()
 
-	src, err := os.ReadFile("sluice.hcl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	abs, _ := filepath.Abs(".")
-	hcl := strings.ReplaceAll(string(src), "http://127.0.0.1:9000", up.URL)
-	listen := freeAddr(t)
-	hcl = strings.ReplaceAll(hcl, "127.0.0.1:8080", listen)
-	hcl = regexp.MustCompile(`module = "([^"]+)"`).ReplaceAllString(hcl, `module = "`+abs+`/$1"`)
-	path := filepath.Join(t.TempDir(), "sluice.hcl")
-	if err := os.WriteFile(path, []byte(hcl), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	inst, err := host.Start(host.InstanceOptions{Path: path, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		inst.Shutdown(ctx)
-	}()
+	listen := exampletest.FreeAddr(t)
+	exampletest.Boot(t, map[string]string{"http://127.0.0.1:9000": up.URL, "127.0.0.1:8080": listen})
 	base := "http://" + listen
 	get := func(p string) (int, string) {
 		t.Helper()
@@ -120,15 +97,4 @@ func TestServe(t *testing.T) {
 			t.Errorf("%s private: %d %q, want 403 forbidden", l.dir, code, body)
 		}
 	}
-}
-
-// freeAddr returns a loopback address with a port free a moment ago (the
-// config refuses port 0).
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

@@ -3,24 +3,19 @@ package spa_test
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/sluicehq/sluice/examples/internal/exampletest"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/andybalholm/brotli"
 	"github.com/klauspost/compress/zstd"
-
-	"github.com/sluicehq/sluice/host"
 )
 
 const (
@@ -198,78 +193,15 @@ func read(t *testing.T, path string) []byte {
 	return b
 }
 
-// client sends requests as written: no automatic Accept-Encoding, no
-// redirects followed.
-var client = &http.Client{
-	Transport:     &http.Transport{DisableCompression: true},
-	Timeout:       5 * time.Second,
-	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-}
-
 func do(t *testing.T, method, url string, h http.Header) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range h {
-		req.Header[k] = v
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, body
+	return exampletest.Do(t, method, url, h)
 }
 
-// boot starts sluice.hcl on a free port and returns its base URL. The
-// config is copied to a temporary folder with its relative paths made
-// absolute, so nothing is written beside the example.
+// boot starts sluice.hcl on a free port and returns the site's base URL.
 func boot(t *testing.T) string {
 	t.Helper()
-	src := read(t, "sluice.hcl")
-	addr := freeAddr(t)
-	hcl := strings.ReplaceAll(string(src), `"127.0.0.1:8080"`, `"`+addr+`"`)
-	dir, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hcl = relPath.ReplaceAllStringFunc(hcl, func(m string) string {
-		sub := relPath.FindStringSubmatch(m)
-		return sub[1] + filepath.ToSlash(filepath.Join(dir, sub[2])) + `"`
-	})
-	path := filepath.Join(t.TempDir(), "sluice.hcl")
-	if err := os.WriteFile(path, []byte(hcl), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	inst, err := host.Start(host.InstanceOptions{Path: path, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		inst.Shutdown(ctx)
-	})
+	addr := exampletest.FreeAddr(t)
+	exampletest.Boot(t, map[string]string{"127.0.0.1:8080": addr})
 	return "http://" + addr
-}
-
-// relPath matches a relative module or root path in a config.
-var relPath = regexp.MustCompile(`(?m)^(\s*(?:module|root)\s*=\s*")([^"/][^"]*)"`)
-
-// freeAddr returns a loopback address with a port free a moment ago (the
-// config refuses port 0).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
