@@ -281,20 +281,13 @@ func (h *Handler) serve(s *state) error {
 	retryable := s.replayable && idempotent(x.Method())
 	var last error
 	for try := 0; try < h.s.tries; try++ {
-		i := h.policy.Pick(key, s.tried)
-		if i < 0 && len(s.tried) > 0 {
-			// Every available upstream was tried: one may take it again.
-			i = h.policy.Pick(key, nil)
-		}
-		if i < 0 {
+		u := h.next(s, key)
+		if u == nil {
 			if last == nil {
 				return errNoHealthy
 			}
 			break
 		}
-		s.tried = append(s.tried, i)
-		u := h.ups[i]
-		u.requests.Add(1)
 		u.node.InFlight.Add(1)
 		s.beginTry(u)
 		var ph phase
@@ -342,6 +335,24 @@ func (h *Handler) failed(u *upstream, err error) {
 		u.ejected()
 		h.log.Warn("proxy: upstream ejected", "upstream", u.t.raw, "cool_down", h.s.coolDown, "error", err)
 	}
+}
+
+// next picks the upstream of the next try: one not tried yet for this
+// request, else (every available one was tried) any; nil when none is
+// available.
+func (h *Handler) next(s *state, key []byte) *upstream {
+	i := h.policy.Pick(key, s.tried)
+	if i < 0 && len(s.tried) > 0 {
+		// Every available upstream was tried: one may take it again.
+		i = h.policy.Pick(key, nil)
+	}
+	if i < 0 {
+		return nil
+	}
+	s.tried = append(s.tried, i)
+	u := h.ups[i]
+	u.requests.Add(1)
+	return u
 }
 
 // gatewayError turns a try's error into the answer: 504 for timeouts

@@ -33,19 +33,13 @@ func (h *Handler) serveUpgrade(x exchange.Exchange) error {
 	key := s.balanceKey()
 	var last error
 	for try := 0; try < h.s.tries; try++ {
-		i := h.policy.Pick(key, s.tried)
-		if i < 0 && len(s.tried) > 0 {
-			i = h.policy.Pick(key, nil)
-		}
-		if i < 0 {
+		u := h.next(s, key)
+		if u == nil {
 			if last == nil {
 				return errNoHealthy
 			}
 			break
 		}
-		s.tried = append(s.tried, i)
-		u := h.ups[i]
-		u.requests.Add(1)
 		s.beginTry(u)
 		var cfg = u.tls
 		if cfg != nil && u.h2 != nil {
