@@ -39,7 +39,7 @@ var h3Protos = []string{http3.NextProtoH3}
 // TCP address, so a configured port 0 gets the same port for both).
 func (l *listener) openH3(tcp net.Addr) (*h3Server, error) {
 	o := l.opts
-	host, _, err := net.SplitHostPort(addrOf(o.Address))
+	host, _, err := net.SplitHostPort(o.Address)
 	if err != nil {
 		return nil, fmt.Errorf("listener %q: http3: %w", o.Address, err)
 	}

@@ -70,12 +70,8 @@ type listener struct {
 	log           *slog.Logger
 }
 
-// addrOf returns the network address to bind for a configured address:
-// ":8080" binds every interface, "localhost:8080" loopback.
-func addrOf(a string) string { return a }
-
 func (s *Server) openListener(o ListenerOptions) (*listener, error) {
-	raw, err := net.Listen("tcp", addrOf(o.Address))
+	raw, err := net.Listen("tcp", o.Address)
 	if err != nil {
 		return nil, fmt.Errorf("listener %q: %w", o.Address, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -129,18 +128,6 @@ func (g *Generation) close(log *slog.Logger) {
 			log.Warn("closing generation", "error", err)
 		}
 	}
-}
-
-// Addresses returns the configured addresses being listened on, sorted.
-func (s *Server) Addresses() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []string
-	for a := range s.listeners {
-		out = append(out, a)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Draining reports whether Shutdown has begun.

@@ -91,9 +91,6 @@ func NewTable(sites []*Site) (*Table, error) {
 	return t, nil
 }
 
-// Sites returns the default site (for listeners whose table has one).
-func (t *Table) Default() *Site { return t.def }
-
 // maxHost is the longest host name we fold without allocating; longer
 // names are not valid DNS names and fall to the default site.
 const maxHost = 255
