@@ -30,17 +30,6 @@ import (
 	"golang.org/x/net/websocket"
 )
 
-// deadURL is an address nothing listens on.
-func deadURL(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
-}
-
 func engines(t *testing.T, p *proxy.Handler, fn func(t *testing.T, e exchangetest.Engine)) {
 	for _, e := range exchangetest.Engines(t, p) {
 		t.Run(e.Name, func(t *testing.T) { fn(t, e) })
