@@ -3,7 +3,8 @@
 //
 // The request path, in the order a request meets it (folder in brackets):
 //
-//	listener (listener.go)
+//	listener (listener.go), every TCP connection with lazy deadlines
+//	                                                 [host/internal/lazyconn]
 //	  → TLS, SNI picks the site's certificate; ALPN picks the engine
 //	                                                 [host/tlsconf, tls.go]
 //	  → engine: fasthttp for HTTP/1.1, net/http for HTTP/2, quic-go for

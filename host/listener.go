@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/internal/lazyconn"
 	"github.com/sluicehq/sluice/host/tlsconf"
 	"github.com/valyala/fasthttp"
 	"golang.org/x/crypto/acme"
@@ -76,9 +77,9 @@ func (s *Server) openListener(o ListenerOptions) (*listener, error) {
 		return nil, fmt.Errorf("listener %q: %w", o.Address, err)
 	}
 	l := &listener{srv: s, opts: o, raw: raw, done: make(chan struct{}), log: s.log}
-	var ln net.Listener = raw
+	var ln net.Listener = lazyconn.Listener{Listener: raw}
 	if o.MaxConns > 0 {
-		ln = newLimitListener(raw, o.MaxConns)
+		ln = newLimitListener(ln, o.MaxConns)
 	}
 	l.handshake = o.ReadHeaderTimeout
 	if l.handshake <= 0 {
@@ -634,6 +635,9 @@ func (p *peekedConn) Read(b []byte) (int, error) {
 	return p.Conn.Read(b)
 }
 
+// NetConn returns the connection sniffed, for sockpeek.
+func (p *peekedConn) NetConn() net.Conn { return p.Conn }
+
 // ReadFrom keeps sendfile(2) for fasthttp's file bodies.
 func (p *peekedConn) ReadFrom(r io.Reader) (int64, error) {
 	return readFrom(p.Conn, r)
@@ -695,3 +699,6 @@ func (c *limitedConn) Close() error {
 }
 
 func (c *limitedConn) ReadFrom(r io.Reader) (int64, error) { return readFrom(c.Conn, r) }
+
+// NetConn returns the connection limited, for sockpeek.
+func (c *limitedConn) NetConn() net.Conn { return c.Conn }

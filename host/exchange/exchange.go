@@ -118,6 +118,19 @@ type StreamWriter interface {
 	Flush() error
 }
 
+// ClientGone reports whether the client has gone away while its request
+// is being served: it closed or reset its connection (HTTP/1.1), or its
+// stream or connection ended (HTTP/2). It never blocks and consumes
+// nothing the client sent. Over HTTP/1.1 with TLS, a client's
+// close_notify looks like more to read, so only a reset or a close without
+// it is seen.
+func ClientGone(x Exchange) bool {
+	if g, ok := x.(interface{ ClientGone() bool }); ok {
+		return g.ClientGone()
+	}
+	return x.Context().Err() != nil
+}
+
 // TrailerReader is a body whose trailer fields are known once it has been
 // read to io.EOF: an upstream response relayed with SendReader, say.
 type TrailerReader interface {

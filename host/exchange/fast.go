@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/sluicehq/sluice/host/internal/sockpeek"
 	"github.com/valyala/fasthttp"
 )
 
@@ -88,7 +89,15 @@ func (x *fastExchange) Proto() string {
 	}
 	return "HTTP/1.0"
 }
-func (x *fastExchange) IsTLS() bool          { return x.tls }
+func (x *fastExchange) IsTLS() bool { return x.tls }
+
+// ClientGone looks at the client's socket: fasthttp reads nothing while
+// the handler runs, so a close shows there and nowhere else.
+func (x *fastExchange) ClientGone() bool {
+	s, _ := sockpeek.Look(x.ctx.Conn())
+	return s == sockpeek.Closed
+}
+
 func (x *fastExchange) RemoteAddr() net.Addr { return x.ctx.RemoteAddr() }
 func (x *fastExchange) LocalAddr() net.Addr  { return x.ctx.LocalAddr() }
 

@@ -186,6 +186,10 @@ func (x *stdExchange) SetContext(ctx context.Context) { x.r = x.r.WithContext(ct
 func (x *stdExchange) Method() []byte                 { return b(x.r.Method) }
 func (x *stdExchange) SetMethod(m string)             { x.r.Method = m }
 
+// ClientGone: net/http cancels the request's context when the client
+// goes (a closed connection, an HTTP/2 stream reset).
+func (x *stdExchange) ClientGone() bool { return x.r.Context().Err() != nil }
+
 func (x *stdExchange) requestURI() string {
 	if x.r.RequestURI != "" && x.r.RequestURI[0] == '/' {
 		return x.r.RequestURI

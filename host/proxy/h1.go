@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -13,6 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/internal/lazyconn"
+	"github.com/sluicehq/sluice/host/internal/sockpeek"
 	"github.com/sluicehq/sluice/host/proxy/internal/balance"
 	"github.com/sluicehq/sluice/host/proxy/internal/health"
 	"github.com/valyala/fasthttp"
@@ -145,6 +149,7 @@ func (u *upstream) dialRaw(ctx context.Context, addr string, timeout time.Durati
 	if err != nil {
 		return nil, &dialError{err}
 	}
+	c = lazyconn.Wrap(c)
 	if cfg != nil {
 		tc := tls.Client(c, cfg)
 		hctx, cancel := context.WithTimeout(ctx, u.h.s.tlsTimeout)
@@ -167,6 +172,9 @@ type countedConn struct {
 	// the request holding the connection touches it.
 	wdl bool
 }
+
+// NetConn returns the connection counted, for sockpeek.
+func (c *countedConn) NetConn() net.Conn { return c.Conn }
 
 func (c *countedConn) Close() error {
 	if !c.closed.Swap(true) {
@@ -279,6 +287,12 @@ func (u *upstream) roundTrip(s *state, deadline time.Time) (phase, error) {
 	}
 
 	br := hc.AcquireReader(conn)
+	if err := s.awaitAnswer(br, conn, hdrDeadline); err != nil {
+		hc.ReleaseReader(br)
+		u.keep(false)
+		hc.CloseConn(cc)
+		return phaseWait, err
+	}
 	resp := fasthttp.AcquireResponse()
 	resp.Header.DisableNormalizing()
 	for n := 0; ; n++ {
@@ -377,6 +391,46 @@ func (u *upstream) roundTrip(s *state, deadline time.Time) (phase, error) {
 	return phaseWait, nil
 }
 
+// clientCheck is how often a request waiting for its upstream's answer
+// looks whether its client is still there.
+var clientCheck = time.Second
+
+// errClientGone ends a try whose client went away while it waited: the
+// upstream connection is closed (the upstream sees its client leave, as
+// behind nginx), and the upstream is not blamed for it.
+var errClientGone = errors.New("client closed the connection while the upstream was answering")
+
+// awaitAnswer waits for the first byte of the upstream's answer, up to
+// hdrDeadline, looking every clientCheck whether the client has gone.
+// It leaves conn's read deadline at hdrDeadline. A quick answer costs one
+// read and no timer work: lazyconn moves a deadline only to bring it
+// forward.
+func (s *state) awaitAnswer(br *bufio.Reader, conn net.Conn, hdrDeadline time.Time) error {
+	if br.Buffered() > 0 {
+		return nil
+	}
+	// Bounded by hdrDeadline: each turn waits clientCheck of it.
+	for {
+		check := time.Now().Add(clientCheck)
+		if !check.Before(hdrDeadline) {
+			return conn.SetReadDeadline(hdrDeadline)
+		}
+		if err := conn.SetReadDeadline(check); err != nil {
+			return err
+		}
+		_, err := br.Peek(1)
+		if err == nil {
+			return conn.SetReadDeadline(hdrDeadline)
+		}
+		if !isTimeout(err) {
+			return err
+		}
+		if exchange.ClientGone(s.x) {
+			return errClientGone
+		}
+	}
+}
+
 // writeH1Header copies status and end-to-end headers to the client.
 func (s *state) writeH1Header(u *upstream, resp *fasthttp.Response, status int) {
 	x := s.x
@@ -472,4 +526,18 @@ func (u *upstream) probe(ctx context.Context, path string) (int, error) {
 		return 0, err
 	}
 	return resp.StatusCode(), nil
+}
+
+// alive reports whether an idle pooled connection is still open, by
+// peeking at its socket without blocking: nothing to read means open;
+// the upstream's close means not; stray bytes on a plain connection mean
+// it can no longer be trusted to frame a response.
+func alive(c net.Conn) bool {
+	switch s, isTLS := sockpeek.Look(c); s {
+	case sockpeek.Closed:
+		return false
+	case sockpeek.Data:
+		return isTLS // a TLS record (a ticket, say) may come unasked
+	}
+	return true
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/host/exchange"
 	"github.com/valyala/fasthttp"
 	"golang.org/x/net/http2"
 )
@@ -99,9 +100,11 @@ func (u *upstream) serveH2(s *state, deadline time.Time) (phase, error) {
 	if wait > s.h.s.headerTimeout {
 		wait = s.h.s.headerTimeout
 	}
-	timer := time.AfterFunc(wait, func() { cancel(errHeaderTimeout) })
+	w := &h2Wait{x: x, cancel: cancel, headerAt: time.Now().Add(wait)}
+	w.timer = time.AfterFunc(time.Hour, w.check)
+	w.timer.Reset(min(wait, clientCheck))
 	resp, err := u.h2.RoundTrip(req)
-	timer.Stop()
+	w.stop()
 	if err != nil {
 		cause := context.Cause(ctx)
 		cancel(nil)
@@ -109,6 +112,8 @@ func (u *upstream) serveH2(s *state, deadline time.Time) (phase, error) {
 		switch {
 		case errors.Is(cause, errHeaderTimeout):
 			return phaseWait, errHeaderTimeout
+		case errors.Is(cause, errClientGone):
+			return phaseWait, errClientGone
 		case errors.As(err, &de):
 			return phaseConn, err
 		}
@@ -147,6 +152,41 @@ func (u *upstream) serveH2(s *state, deadline time.Time) (phase, error) {
 	}
 	x.SendReader(b, size)
 	return phaseWait, nil
+}
+
+// h2Wait bounds the wait for an HTTP/2 upstream's response headers, and
+// looks every clientCheck whether the client is still there: a fasthttp
+// request's context does not end when its client goes.
+type h2Wait struct {
+	x        exchange.Exchange
+	cancel   context.CancelCauseFunc
+	headerAt time.Time
+	timer    *time.Timer
+
+	mu   sync.Mutex // held while check looks at x; stop waits for it
+	done bool
+}
+
+func (w *h2Wait) check() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.done:
+	case !time.Now().Before(w.headerAt):
+		w.cancel(errHeaderTimeout)
+	case exchange.ClientGone(w.x):
+		w.cancel(errClientGone)
+	default:
+		w.timer.Reset(min(time.Until(w.headerAt), clientCheck))
+	}
+}
+
+// stop ends the watch; x is not looked at once it returns.
+func (w *h2Wait) stop() {
+	w.mu.Lock()
+	w.done = true
+	w.mu.Unlock()
+	w.timer.Stop()
 }
 
 // h2Body streams an HTTP/2 upstream's body, and then its trailers (gRPC's

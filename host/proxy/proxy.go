@@ -306,11 +306,12 @@ func (h *Handler) serve(s *state) error {
 		if s.lim.exceeded {
 			return errTooLarge
 		}
+		if errors.Is(err, errClientGone) || exchange.ClientGone(x) {
+			// Not the upstream's fault: no failure counted, no retry.
+			return &exchange.Error{Status: statusClientClosed, Message: "client closed request", Err: err}
+		}
 		last = err
 		h.failed(u, err)
-		if x.Context().Err() != nil {
-			break
-		}
 		if ph != phaseConn && !retryable {
 			break
 		}
@@ -372,6 +373,9 @@ func (h *Handler) gatewayError(err error) error {
 	}
 	return &exchange.Error{Status: http.StatusBadGateway, Message: "bad gateway", Err: err}
 }
+
+// statusClientClosed is nginx's 499: logged and counted, never sent.
+const statusClientClosed = 499
 
 func isTimeout(err error) bool {
 	if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, errHeaderTimeout) ||
