@@ -2,11 +2,13 @@ package host
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +21,7 @@ import (
 func longLivedBackend(t *testing.T, next <-chan struct{}) *httptest.Server {
 	mux := http.NewServeMux()
 	mux.Handle("/ws", websocket.Handler(func(c *websocket.Conn) { io.Copy(c, c) }))
+	mux.HandleFunc("/plain", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "plain") })
 	mux.HandleFunc("/events", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		fl := w.(http.Flusher)
@@ -122,5 +125,117 @@ func TestLongLivedSurviveReload(t *testing.T) {
 		echo(fmt.Sprintf("after reload %d", i))
 		next <- struct{}{}
 		event(fmt.Sprint(i - 1))
+	}
+}
+
+const swapConfig = `
+filter "v" {
+  module = "MODULE"
+}
+site "*" {
+  listen = ["127.0.0.1:PORT"]
+  route "/" {
+    filters = ["v"]
+    proxy {
+      upstreams = ["BACKEND"]
+    }
+  }
+}
+`
+
+// TestLongLivedSurviveModuleSwap: a WebSocket and an SSE stream opened
+// through a filtered route keep working across hot swaps of the filter's
+// module, while new requests run the new module.
+func TestLongLivedSurviveModuleSwap(t *testing.T) {
+	next := make(chan struct{})
+	backend := longLivedBackend(t, next)
+	wasm, err := os.ReadFile("../runtime/testdata/version.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	module := filepath.Join(t.TempDir(), "version.wasm")
+	writeVersion := func(v string) {
+		t.Helper()
+		b := bytes.Replace(wasm, []byte("v000"), []byte(v), 1)
+		tmp := module + ".new"
+		if err := os.WriteFile(tmp, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, module); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeVersion("v000")
+	src := strings.NewReplacer("BACKEND", backend.URL, "MODULE", module).Replace(swapConfig)
+	_, base, _ := startConfig(t, src)
+	version := func() string {
+		resp, err := http.Get(base + "/plain")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.Header.Get("X-Version")
+	}
+	if v := version(); v != "v000" {
+		t.Fatalf("x-version %q before any swap", v)
+	}
+
+	ws, err := websocket.Dial(strings.Replace(base, "http", "ws", 1)+"/ws", "", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	ws.SetDeadline(time.Now().Add(15 * time.Second))
+	echo := func(msg string) {
+		t.Helper()
+		if _, err := ws.Write([]byte(msg)); err != nil {
+			t.Fatalf("websocket write %q: %v", msg, err)
+		}
+		buf := make([]byte, len(msg))
+		if _, err := io.ReadFull(ws, buf); err != nil || string(buf) != msg {
+			t.Fatalf("websocket echo %q: %q %v", msg, buf, err)
+		}
+	}
+	echo("before")
+	resp, err := http.Get(base + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if v := resp.Header.Get("X-Version"); v != "v000" {
+		t.Fatalf("event stream x-version %q", v)
+	}
+	events := bufio.NewReader(resp.Body)
+	event := func(want string) {
+		t.Helper()
+		for {
+			line, err := events.ReadString('\n')
+			if err != nil {
+				t.Fatalf("event stream ended waiting for %q: %v", want, err)
+			}
+			if strings.HasPrefix(line, "data: ") {
+				if got := strings.TrimSpace(line[6:]); got != want {
+					t.Fatalf("event %q, want %q", got, want)
+				}
+				return
+			}
+		}
+	}
+	event("0")
+
+	for i := 1; i <= 3; i++ {
+		want := fmt.Sprintf("v%03d", i)
+		writeVersion(want)
+		deadline := time.Now().Add(5 * time.Second)
+		for version() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("module %s never swapped in", want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		echo(fmt.Sprintf("after swap %d", i))
+		next <- struct{}{}
+		event(fmt.Sprint(i))
 	}
 }

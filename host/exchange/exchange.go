@@ -131,6 +131,17 @@ func ClientGone(x Exchange) bool {
 	return x.Context().Err() != nil
 }
 
+// ClientWatch returns ClientGone as a function that stays valid after the
+// handler returns, while a body given to SendReader is still being sent
+// (the exchange itself may be recycled by then).
+func ClientWatch(x Exchange) func() bool {
+	if w, ok := x.(interface{ ClientWatch() func() bool }); ok {
+		return w.ClientWatch()
+	}
+	ctx := x.Context()
+	return func() bool { return ctx.Err() != nil }
+}
+
 // TrailerReader is a body whose trailer fields are known once it has been
 // read to io.EOF: an upstream response relayed with SendReader, say.
 type TrailerReader interface {

@@ -93,8 +93,17 @@ func (x *fastExchange) IsTLS() bool { return x.tls }
 
 // ClientGone looks at the client's socket: fasthttp reads nothing while
 // the handler runs, so a close shows there and nowhere else.
-func (x *fastExchange) ClientGone() bool {
-	s, _ := sockpeek.Look(x.ctx.Conn())
+func (x *fastExchange) ClientGone() bool { return connClosed(x.ctx.Conn()) }
+
+// ClientWatch looks at the same socket, which fasthttp keeps open until
+// the response body has been sent.
+func (x *fastExchange) ClientWatch() func() bool {
+	c := x.ctx.Conn()
+	return func() bool { return connClosed(c) }
+}
+
+func connClosed(c net.Conn) bool {
+	s, _ := sockpeek.Look(c)
 	return s == sockpeek.Closed
 }
 

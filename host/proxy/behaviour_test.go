@@ -334,54 +334,76 @@ func TestSlowBackend504(t *testing.T) {
 }
 
 // TestClientGoneAbandonsUpstream: a client that leaves while the
-// upstream is still working makes the proxy close its upstream request
-// (the upstream sees its client leave, as behind nginx), over each client
+// upstream is still working (before its response headers, or between two
+// events of a stream) makes the proxy close its upstream request (the
+// upstream sees its client leave, as behind nginx), over each client
 // protocol and to HTTP/1.1 and HTTP/2 upstreams, and the upstream is not
 // blamed for it.
 func TestClientGoneAbandonsUpstream(t *testing.T) {
 	proxy.SetClientCheck(t, 30*time.Millisecond)
 	for _, kind := range []string{"http", "h2c"} {
-		t.Run(kind, func(t *testing.T) {
-			abandoned := make(chan time.Duration, 8)
-			h := func(w http.ResponseWriter, r *http.Request) {
-				start := time.Now()
-				select {
-				case <-r.Context().Done():
-					abandoned <- time.Since(start)
-				case <-time.After(5 * time.Second):
-					abandoned <- -1
-				}
-			}
-			var up string
-			if kind == "http" {
-				up = backend(t, h).URL
-			} else {
-				up = h2cBackend(t, h)
-			}
-			p := newProxy(t, proxy.Options{Upstreams: []proxy.Upstream{{URL: up}}, Passive: &proxy.Passive{MaxFails: 1, CoolDown: time.Minute}})
-			engines(t, p, func(t *testing.T, e exchangetest.Engine) {
-				ctx, cancel := context.WithCancel(context.Background())
-				req, _ := http.NewRequestWithContext(ctx, "GET", e.URL+"/slow", nil)
-				time.AfterFunc(100*time.Millisecond, cancel)
-				if resp, err := e.Client.Do(req); err == nil {
-					resp.Body.Close()
-					t.Fatalf("got %d, want the request cancelled", resp.StatusCode)
-				}
-				select {
-				case d := <-abandoned:
-					if d < 0 {
-						t.Fatal("the upstream request outlived its client by 5s")
+		for _, when := range []string{"waiting", "streaming"} {
+			t.Run(kind+"/"+when, func(t *testing.T) {
+				abandoned := make(chan time.Duration, 8)
+				h := func(w http.ResponseWriter, r *http.Request) {
+					if when == "streaming" {
+						w.Header().Set("Content-Type", "text/event-stream")
+						io.WriteString(w, "data: 0\n\n")
+						w.(http.Flusher).Flush()
 					}
-				case <-time.After(6 * time.Second):
-					t.Fatal("the upstream never saw the request")
-				}
-				for _, st := range p.Stats() {
-					if !st.Healthy || st.Failures != 0 {
-						t.Fatalf("upstream blamed for the client leaving: %+v", st)
+					start := time.Now()
+					select {
+					case <-r.Context().Done():
+						abandoned <- time.Since(start)
+					case <-time.After(5 * time.Second):
+						abandoned <- -1
 					}
 				}
+				var up string
+				if kind == "http" {
+					up = backend(t, h).URL
+				} else {
+					up = h2cBackend(t, h)
+				}
+				p := newProxy(t, proxy.Options{Upstreams: []proxy.Upstream{{URL: up}}, Passive: &proxy.Passive{MaxFails: 1, CoolDown: time.Minute}})
+				engines(t, p, func(t *testing.T, e exchangetest.Engine) {
+					ctx, cancel := context.WithCancel(context.Background())
+					defer cancel()
+					req, _ := http.NewRequestWithContext(ctx, "GET", e.URL+"/slow", nil)
+					if when == "waiting" {
+						time.AfterFunc(100*time.Millisecond, cancel)
+						if resp, err := e.Client.Do(req); err == nil {
+							resp.Body.Close()
+							t.Fatalf("got %d, want the request cancelled", resp.StatusCode)
+						}
+					} else {
+						resp, err := e.Client.Do(req)
+						if err != nil {
+							t.Fatal(err)
+						}
+						line, err := bufio.NewReader(resp.Body).ReadString('\n')
+						if err != nil || line != "data: 0\n" {
+							t.Fatalf("first event %q, %v", line, err)
+						}
+						cancel()
+						resp.Body.Close()
+					}
+					select {
+					case d := <-abandoned:
+						if d < 0 {
+							t.Fatal("the upstream request outlived its client by 5s")
+						}
+					case <-time.After(6 * time.Second):
+						t.Fatal("the upstream never saw the request")
+					}
+					for _, st := range p.Stats() {
+						if !st.Healthy || st.Failures != 0 {
+							t.Fatalf("upstream blamed for the client leaving: %+v", st)
+						}
+					}
+				})
 			})
-		})
+		}
 	}
 }
 

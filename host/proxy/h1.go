@@ -371,6 +371,7 @@ func (u *upstream) roundTrip(s *state, deadline time.Time) (phase, error) {
 	_ = resp.ReadBody(br, 0) // only sets up the stream
 	b := bodyPool.Get().(*h1Body)
 	b.u, b.resp, b.br, b.conn, b.rs = u, resp, br, conn, resp.BodyStream()
+	b.left, b.gone = int64(cl), exchange.ClientWatch(x)
 	b.release = func(reuse bool) {
 		if u.keep(reuse) {
 			hc.ReleaseConn(cc)
@@ -409,23 +410,29 @@ func (s *state) awaitAnswer(br *bufio.Reader, conn net.Conn, hdrDeadline time.Ti
 	if br.Buffered() > 0 {
 		return nil
 	}
-	// Bounded by hdrDeadline: each turn waits clientCheck of it.
+	return awaitData(br, conn, hdrDeadline, s.clientGone)
+}
+
+func (s *state) clientGone() bool { return exchange.ClientGone(s.x) }
+
+// awaitData waits until br has a byte to read, up to end, calling gone
+// every clientCheck. It leaves conn's read deadline at end. Errors other
+// than errClientGone are left for the next read of br to meet.
+func awaitData(br *bufio.Reader, conn net.Conn, end time.Time, gone func() bool) error {
+	// Bounded by end: each turn waits clientCheck of it.
 	for {
 		check := time.Now().Add(clientCheck)
-		if !check.Before(hdrDeadline) {
-			return conn.SetReadDeadline(hdrDeadline)
+		if !check.Before(end) {
+			return conn.SetReadDeadline(end)
 		}
 		if err := conn.SetReadDeadline(check); err != nil {
 			return err
 		}
 		_, err := br.Peek(1)
-		if err == nil {
-			return conn.SetReadDeadline(hdrDeadline)
+		if err == nil || !isTimeout(err) {
+			return conn.SetReadDeadline(end)
 		}
-		if !isTimeout(err) {
-			return err
-		}
-		if exchange.ClientGone(s.x) {
+		if gone() {
 			return errClientGone
 		}
 	}
@@ -455,16 +462,23 @@ type h1Body struct {
 	conn    net.Conn
 	release func(reuse bool)
 	eof     bool
+	left    int64       // bytes of a Content-Length body not read yet; negative when unknown
+	gone    func() bool // whether the client has left (exchange.ClientWatch)
 }
 
 var bodyPool = sync.Pool{New: func() any { return new(h1Body) }}
 
 func (b *h1Body) Read(p []byte) (int, error) {
-	if b.br.Buffered() == 0 {
+	if b.br.Buffered() == 0 && b.left != 0 {
 		// Timeout bounds each wait for more of the body, not its whole.
-		_ = b.conn.SetReadDeadline(time.Now().Add(b.u.h.s.timeout))
+		if err := awaitData(b.br, b.conn, time.Now().Add(b.u.h.s.timeout), b.gone); err != nil {
+			return 0, err
+		}
 	}
 	n, err := b.rs.Read(p)
+	if b.left > 0 {
+		b.left -= int64(n)
+	}
 	if err == io.EOF {
 		b.eof = true
 	} else if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/host/exchange"
@@ -144,8 +145,10 @@ func (u *upstream) serveH2(s *state, deadline time.Time) (phase, error) {
 		u.node.InFlight.Add(-1)
 		return phaseWait, nil
 	}
-	b := &h2Body{u: u, resp: resp, cancel: cancel}
-	b.idle = time.AfterFunc(s.h.s.timeout, func() { cancel(errHeaderTimeout) })
+	b := &h2Body{u: u, resp: resp, cancel: cancel, gone: exchange.ClientWatch(x)}
+	b.last.Store(time.Now().UnixNano())
+	b.idle = time.AfterFunc(time.Hour, b.tick)
+	b.idle.Reset(min(s.h.s.timeout, clientCheck))
 	size := resp.ContentLength
 	if len(resp.Trailer) > 0 {
 		size = -1 // trailers need a chunked body on HTTP/1.1
@@ -195,14 +198,36 @@ type h2Body struct {
 	u      *upstream
 	resp   *http.Response
 	cancel context.CancelCauseFunc
-	idle   *time.Timer
+	gone   func() bool  // whether the client has left (exchange.ClientWatch)
+	idle   *time.Timer  // ticks every clientCheck while the body is open
+	last   atomic.Int64 // when a read last began, Unix nanoseconds
+	closed atomic.Bool
+	left   atomic.Bool // the client left: not the upstream's failure
 	once   sync.Once
 }
 
+// tick ends a body that waited longer than Timeout for more, or whose
+// client has left.
+func (b *h2Body) tick() {
+	if b.closed.Load() {
+		return
+	}
+	waited := time.Since(time.Unix(0, b.last.Load()))
+	switch {
+	case waited >= b.u.h.s.timeout:
+		b.cancel(errHeaderTimeout)
+	case b.gone():
+		b.left.Store(true)
+		b.cancel(errClientGone)
+	default:
+		b.idle.Reset(min(b.u.h.s.timeout-waited, clientCheck))
+	}
+}
+
 func (b *h2Body) Read(p []byte) (int, error) {
-	b.idle.Reset(b.u.h.s.timeout)
+	b.last.Store(time.Now().UnixNano())
 	n, err := b.resp.Body.Read(p)
-	if err != nil && err != io.EOF {
+	if err != nil && err != io.EOF && !b.left.Load() && !b.gone() {
 		b.u.failures.Add(1)
 		b.u.h.log.Debug("proxy: upstream body failed", "upstream", b.u.t.raw, "error", err)
 	}
@@ -219,6 +244,7 @@ func (b *h2Body) VisitTrailers(fn func(name, value []byte)) {
 
 func (b *h2Body) Close() error {
 	b.once.Do(func() {
+		b.closed.Store(true)
 		b.idle.Stop()
 		b.resp.Body.Close()
 		b.cancel(nil)
