@@ -173,6 +173,26 @@ type countedConn struct {
 	wdl bool
 }
 
+// plainConn returns the TCP connection under c, or nil when c is TLS.
+func plainConn(c *countedConn) *lazyconn.Conn {
+	if c == nil {
+		return nil
+	}
+	lc, _ := c.Conn.(*lazyconn.Conn)
+	return lc
+}
+
+// wireW returns a writer that serializes into s.wire, emptied.
+func (s *state) wireW() *bufio.Writer {
+	s.wire.Reset()
+	if s.wireBW == nil {
+		s.wireBW = bufio.NewWriterSize(&s.wire, 1024)
+	} else {
+		s.wireBW.Reset(&s.wire)
+	}
+	return s.wireBW
+}
+
 // NetConn returns the connection counted, for sockpeek.
 func (c *countedConn) NetConn() net.Conn { return c.Conn }
 
@@ -249,10 +269,16 @@ func (u *upstream) roundTrip(s *state, deadline time.Time) (phase, error) {
 		// A request without a body fits the socket buffer of a connection
 		// whose previous exchange is complete: its write cannot block, and
 		// only the wait for the answer needs a deadline.
+		// The first wait is clientCheck at most: awaitAnswer looks at the
+		// client between waits.
+		first := time.Now().Add(clientCheck)
+		if first.After(hdrDeadline) {
+			first = hdrDeadline
+		}
 		if cnt == nil || cnt.wdl {
-			err = conn.SetDeadline(hdrDeadline)
+			err = conn.SetDeadline(first)
 		} else {
-			err = conn.SetReadDeadline(hdrDeadline)
+			err = conn.SetReadDeadline(first)
 		}
 	} else {
 		// The header wait starts once the body is sent.
@@ -261,7 +287,16 @@ func (u *upstream) roundTrip(s *state, deadline time.Time) (phase, error) {
 			cnt.wdl = true
 		}
 	}
-	if err == nil {
+	if lc := plainConn(cnt); err == nil && lc != nil && s.bodyLen == 0 {
+		// A request without a body goes out in one write made from inside
+		// the wait for the answer (lazyconn.WriteWait).
+		if err = s.req.Write(s.wireW()); err == nil {
+			err = s.wireBW.Flush()
+		}
+		if err == nil {
+			err = lc.WriteWait(s.wire.Bytes())
+		}
+	} else if err == nil {
 		bw := hc.AcquireWriter(conn)
 		err = s.req.Write(bw)
 		if err == nil {

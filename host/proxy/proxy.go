@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -505,6 +507,8 @@ type state struct {
 	x exchange.Exchange
 
 	req      fasthttp.Request // the request as sent to HTTP/1.1 upstreams
+	wire     bytes.Buffer     // req serialized, for lazyconn.WriteWait
+	wireBW   *bufio.Writer    // writes into wire
 	h1Built  bool
 	h2Header http.Header // the request headers for HTTP/2 upstreams
 	h2URI    string

@@ -16,6 +16,8 @@ type Conn struct {
 
 	mu     sync.Mutex // guards rd and wd, and orders runtime deadline changes
 	rd, wd deadline
+
+	ww writeWait // WriteWait's state; see writewait_unix.go
 }
 
 // deadline is one direction's deadline in Unix nanoseconds, 0 for none.
@@ -31,7 +33,9 @@ const maxRearm = 8
 // Wrap returns c as a *Conn when it is a TCP connection, else c itself.
 func Wrap(c net.Conn) net.Conn {
 	if tc, ok := c.(*net.TCPConn); ok {
-		return &Conn{TCPConn: tc}
+		lc := &Conn{TCPConn: tc}
+		lc.ww.init(tc)
+		return lc
 	}
 	return c
 }

@@ -12,4 +12,8 @@
 // a timeout exactly when they asked for it; the timer fires early at most
 // once per deadline's length, not once per request. This is nginx's lazy
 // timer update, done under net.Conn's API.
+//
+// WriteWait is for the proxy's side of an exchange: it writes a request
+// and waits for the answer without the read(2) that a read right after
+// the write makes only to find nothing there yet.
 package lazyconn
