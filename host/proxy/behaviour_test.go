@@ -607,7 +607,7 @@ func TestRetryAfterDialFailure(t *testing.T) {
 func echoHeaders(t *testing.T) *httptest.Server {
 	return backend(t, func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "host=%s\nuri=%s\n", r.Host, r.RequestURI)
-		for _, k := range []string{"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "Forwarded", "X-Up", "X-Gone", "X-Multi", "Connection", "X-Hop", "Keep-Alive", "Proxy-Authorization"} {
+		for _, k := range []string{"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "Forwarded", "X-Up", "X-Gone", "X-Multi", "Connection", "X-Hop", "Keep-Alive", "Proxy-Authorization", "Cookie"} {
 			fmt.Fprintf(w, "%s=%s\n", k, strings.Join(r.Header.Values(k), "|"))
 		}
 		w.Header().Set("X-Down-Remove", "x")
@@ -691,6 +691,64 @@ func TestHeaderOpsStripPrefixHost(t *testing.T) {
 		_, body = get(t, e, "/apiary")
 		if got := field(body, "uri"); got != "/apiary" {
 			t.Errorf("/apiary → %q, want it untouched", got)
+		}
+	})
+}
+
+// TestCookiesOneLine: Cookie fields reach an HTTP/1.1 upstream as one
+// line (RFC 9113, 8.2.3, for HTTP/2 clients), from each client protocol.
+func TestCookiesOneLine(t *testing.T) {
+	be := echoHeaders(t)
+	p := newProxy(t, proxy.Options{Upstreams: []proxy.Upstream{{URL: be.URL}}})
+	engines(t, p, func(t *testing.T, e exchangetest.Engine) {
+		req, _ := http.NewRequest("GET", e.URL+"/", nil)
+		req.Header.Add("Cookie", "a=1")
+		req.Header.Add("Cookie", "b=2")
+		_, body := do(t, e, req)
+		if got := field(body, "Cookie"); got != "a=1; b=2" {
+			t.Errorf("Cookie = %q, want one field \"a=1; b=2\"", got)
+		}
+	})
+	if _, err := proxy.New(proxy.Options{Upstreams: []proxy.Upstream{{URL: be.URL}},
+		HeaderUp: proxy.HeaderOps{Set: map[string]string{"X-Up": "a\r\nX-Evil: 1"}}}); err == nil {
+		t.Error("a header_up value with CR LF was accepted")
+	}
+}
+
+// TestStreamedUpload: a request body of unknown length goes up chunked,
+// each piece as the client sends it: the upstream has the first piece
+// before the client sends the second.
+func TestStreamedUpload(t *testing.T) {
+	var gotFirst chan struct{}
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		buf := make([]byte, 5)
+		if _, err := io.ReadFull(r.Body, buf); err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		close(gotFirst)
+		rest, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s%s %v", buf, rest, r.TransferEncoding)
+	})
+	p := newProxy(t, proxy.Options{Upstreams: []proxy.Upstream{{URL: be.URL}}})
+	engines(t, p, func(t *testing.T, e exchangetest.Engine) {
+		gotFirst = make(chan struct{})
+		pr, pw := io.Pipe()
+		go func() {
+			pw.Write([]byte("hello"))
+			select {
+			case <-gotFirst:
+				pw.Write([]byte(" world"))
+				pw.Close()
+			case <-time.After(5 * time.Second):
+				pw.CloseWithError(fmt.Errorf("the upstream never saw the first piece"))
+			}
+		}()
+		req, _ := http.NewRequest("POST", e.URL+"/", pr)
+		req.ContentLength = -1
+		resp, body := do(t, e, req)
+		if resp.StatusCode != 200 || body != "hello world [chunked]" {
+			t.Errorf("%d %q", resp.StatusCode, body)
 		}
 	})
 }

@@ -182,17 +182,6 @@ func plainConn(c *countedConn) *lazyconn.Conn {
 	return lc
 }
 
-// wireW returns a writer that serializes into s.wire, emptied.
-func (s *state) wireW() *bufio.Writer {
-	s.wire.Reset()
-	if s.wireBW == nil {
-		s.wireBW = bufio.NewWriterSize(&s.wire, 1024)
-	} else {
-		s.wireBW.Reset(&s.wire)
-	}
-	return s.wireBW
-}
-
 // NetConn returns the connection counted, for sockpeek.
 func (c *countedConn) NetConn() net.Conn { return c.Conn }
 
@@ -214,25 +203,11 @@ func (u *upstream) keep(reusable bool) bool {
 func (u *upstream) serveH1(s *state, deadline time.Time) (phase, error) {
 	if !s.h1Built {
 		s.toH2 = false
-		s.req.Header.SetMethodBytes(s.x.Method())
-		s.req.Header.SetRequestURIBytes(s.uri)
 		s.buildHeaders()
 		s.applyOps(&s.h.headerUp)
 		s.h1Built = true
 	}
-	if s.parent.IsValid() {
-		s.injectH1()
-	}
-	if !s.h.upSetsHost {
-		if s.h.keepHost {
-			s.req.Header.SetHostBytes(s.x.Host())
-		} else {
-			s.req.Header.SetHost(u.t.host)
-		}
-	}
-	if s.bodyLen != 0 {
-		s.req.SetBodyStream(s.body, int(s.bodyLen))
-	}
+	s.buildH1(u)
 	return u.roundTrip(s, deadline)
 }
 
@@ -290,15 +265,13 @@ func (u *upstream) roundTrip(s *state, deadline time.Time) (phase, error) {
 	if lc := plainConn(cnt); err == nil && lc != nil && s.bodyLen == 0 {
 		// A request without a body goes out in one write made from inside
 		// the wait for the answer (lazyconn.WriteWait).
-		if err = s.req.Write(s.wireW()); err == nil {
-			err = s.wireBW.Flush()
-		}
-		if err == nil {
-			err = lc.WriteWait(s.wire.Bytes())
-		}
+		err = lc.WriteWait(s.hd.wire)
 	} else if err == nil {
 		bw := hc.AcquireWriter(conn)
-		err = s.req.Write(bw)
+		_, err = bw.Write(s.hd.wire)
+		if err == nil && s.bodyLen != 0 {
+			err = s.writeBody(bw)
+		}
 		if err == nil {
 			err = bw.Flush()
 		}

@@ -165,14 +165,22 @@ func (s *state) trySpanContext() trace.SpanContext {
 	return s.parent
 }
 
-// injectH1 sets the trace context headers on the HTTP/1.1 request,
-// replacing those of an earlier try. Only called with a valid parent.
-func (s *state) injectH1() {
+// appendTraceH1 appends this try's trace context header lines to an
+// HTTP/1.1 request head (the client's were not copied). Only called with
+// a valid parent.
+func (s *state) appendTraceH1(w []byte) []byte {
 	sc := s.trySpanContext()
-	s.req.Header.SetBytesV(traceparentHeader, appendTraceparent(s.tp[:0], sc))
+	w = append(w, traceparentHeader...)
+	w = append(w, ": "...)
+	w = appendTraceparent(w, sc)
+	w = append(w, "\r\n"...)
 	if ts := sc.TraceState(); ts.Len() > 0 {
-		s.req.Header.Set(tracestateHeader, ts.String())
+		w = append(w, tracestateHeader...)
+		w = append(w, ": "...)
+		w = appendClean(w, []byte(ts.String()))
+		w = append(w, "\r\n"...)
 	}
+	return w
 }
 
 // injectH2 sets the trace context headers on an HTTP/2 request's header.

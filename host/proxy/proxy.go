@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -506,9 +504,7 @@ type state struct {
 	h *Handler
 	x exchange.Exchange
 
-	req      fasthttp.Request // the request as sent to HTTP/1.1 upstreams
-	wire     bytes.Buffer     // req serialized, for lazyconn.WriteWait
-	wireBW   *bufio.Writer    // writes into wire
+	hd       head // the request head for HTTP/1.1 upstreams
 	h1Built  bool
 	h2Header http.Header // the request headers for HTTP/2 upstreams
 	h2URI    string
@@ -549,7 +545,6 @@ type state struct {
 func newState(h *Handler) *state {
 	s := &state{h: h}
 	s.visit = s.addHeader
-	s.req.Header.DisableNormalizing()
 	return s
 }
 
@@ -633,8 +628,7 @@ func (s *state) start(x exchange.Exchange, cl int64) {
 }
 
 func (s *state) finish() {
-	s.req.Reset()
-	s.req.Header.DisableNormalizing()
+	s.hd.reset()
 	s.h1Built, s.toH2, s.h2Header, s.h2URI = false, false, nil, ""
 	s.x, s.body, s.seeker, s.lim = nil, nil, nil, bodyReader{}
 	s.upgrade, s.hasXFP, s.hasXFH = false, false, false
@@ -770,7 +764,7 @@ func (s *state) put(k, v []byte) {
 		s.h2Header.Add(string(k), string(v))
 		return
 	}
-	s.req.Header.AddBytesKV(k, v)
+	s.hd.add(k, v)
 }
 
 func (s *state) putString(k, v string) {
@@ -778,7 +772,7 @@ func (s *state) putString(k, v string) {
 		s.h2Header.Add(k, v)
 		return
 	}
-	s.req.Header.Add(k, v)
+	s.hd.add([]byte(k), []byte(v))
 }
 
 // buildHeaders forwards the client's headers and adds the forwarding
@@ -838,7 +832,7 @@ func (s *state) applyOps(o *headerOps) {
 		if s.toH2 {
 			s.h2Header.Del(k)
 		} else {
-			s.req.Header.Del(k)
+			s.hd.del(k)
 		}
 	}
 	for _, kv := range o.set {
@@ -847,7 +841,8 @@ func (s *state) applyOps(o *headerOps) {
 				s.h2Header.Set(kv[0], kv[1])
 			}
 		} else {
-			s.req.Header.Set(kv[0], kv[1])
+			s.hd.del(kv[0])
+			s.hd.add([]byte(kv[0]), []byte(kv[1]))
 		}
 	}
 	for _, kv := range o.add {

@@ -23,8 +23,6 @@ func (h *Handler) serveUpgrade(x exchange.Exchange) error {
 	defer func() { s.finish(); h.states.Put(s) }()
 	s.start(x, x.ContentLength())
 	s.upgrade = true
-	s.req.Header.SetMethodBytes(x.Method())
-	s.req.Header.SetRequestURIBytes(s.uri)
 	s.buildHeaders()
 	s.applyOps(&h.headerUp)
 	s.h1Built = true
@@ -54,9 +52,6 @@ func (h *Handler) serveUpgrade(x exchange.Exchange) error {
 			h.failed(u, err)
 			continue
 		}
-		if s.parent.IsValid() {
-			s.injectH1()
-		}
 		err = h.upgradeOn(s, u, conn, deadline)
 		s.endTry(u, err)
 		if err == nil {
@@ -72,13 +67,7 @@ func (h *Handler) serveUpgrade(x exchange.Exchange) error {
 
 func (h *Handler) upgradeOn(s *state, u *upstream, conn net.Conn, deadline time.Time) error {
 	x := s.x
-	if !h.upSetsHost {
-		if h.keepHost {
-			s.req.Header.SetHostBytes(x.Host())
-		} else {
-			s.req.Header.SetHost(u.t.host)
-		}
-	}
+	s.buildH1(u)
 	hdrDeadline := time.Now().Add(h.s.headerTimeout)
 	if hdrDeadline.After(deadline) {
 		hdrDeadline = deadline
@@ -87,7 +76,7 @@ func (h *Handler) upgradeOn(s *state, u *upstream, conn net.Conn, deadline time.
 		return err
 	}
 	bw := bufio.NewWriter(conn)
-	if err := s.req.Header.Write(bw); err != nil {
+	if _, err := bw.Write(s.hd.wire); err != nil {
 		return err
 	}
 	if err := bw.Flush(); err != nil {

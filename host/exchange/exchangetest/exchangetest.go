@@ -70,6 +70,7 @@ func startFast(t testing.TB, h exchange.Handler) Engine {
 		DisablePreParseMultipartForm:  true,
 		DisableHeaderNamesNormalizing: false,
 		ReadTimeout:                   10 * time.Second,
+		StreamRequestBody:             true, // as the host's listeners
 	}
 	go srv.Serve(ln)
 	t.Cleanup(func() { _ = srv.Shutdown() })
