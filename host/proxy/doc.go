@@ -14,9 +14,11 @@
 //
 // The fast path: HTTP/1.1 upstreams are reached through a fasthttp
 // HostClient per upstream (pooled keep-alive connections) driven by this
-// package's own round trip, so that a small response costs no allocation
-// and a large or open-ended one streams to the client without a goroutine
-// of its own (exchange.SendReader). HTTP/2 upstreams (h2c://, gRPC, https
+// package's own round trip: the request head is built as bytes (head.go),
+// a bodyless request goes out from inside the wait for its answer
+// (lazyconn.WriteWait), a small response costs no allocation and a large
+// or open-ended one streams to the client without a goroutine of its own
+// (exchange.SendReader). HTTP/2 upstreams (h2c://, gRPC, https
 // with Options.HTTP2) go through golang.org/x/net/http2, which carries
 // trailers. WebSocket and other upgrades are relayed byte for byte.
 //
