@@ -42,6 +42,56 @@ func longLivedBackend(t *testing.T, next <-chan struct{}) *httptest.Server {
 	return s
 }
 
+// openWebSocket dials the backend's echo through base and returns a
+// function that checks one message comes back; the socket closes when the
+// test ends.
+func openWebSocket(t *testing.T, base string) (echo func(msg string)) {
+	t.Helper()
+	ws, err := websocket.Dial(strings.Replace(base, "http", "ws", 1)+"/ws", "", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	ws.SetDeadline(time.Now().Add(15 * time.Second))
+	return func(msg string) {
+		t.Helper()
+		if _, err := ws.Write([]byte(msg)); err != nil {
+			t.Fatalf("websocket write %q: %v", msg, err)
+		}
+		buf := make([]byte, len(msg))
+		if _, err := io.ReadFull(ws, buf); err != nil || string(buf) != msg {
+			t.Fatalf("websocket echo %q: %q %v", msg, buf, err)
+		}
+	}
+}
+
+// openEvents opens the backend's event stream through base and returns
+// its response header and a function that checks the next event's data.
+func openEvents(t *testing.T, base string) (http.Header, func(want string)) {
+	t.Helper()
+	resp, err := http.Get(base + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	events := bufio.NewReader(resp.Body)
+	return resp.Header, func(want string) {
+		t.Helper()
+		for {
+			line, err := events.ReadString('\n')
+			if err != nil {
+				t.Fatalf("event stream ended waiting for %q: %v", want, err)
+			}
+			if strings.HasPrefix(line, "data: ") {
+				if got := strings.TrimSpace(line[6:]); got != want {
+					t.Fatalf("event %q, want %q", got, want)
+				}
+				return
+			}
+		}
+	}
+}
+
 const longLivedConfig = `
 server {
   shutdown_timeout = "30s"
@@ -69,45 +119,9 @@ func TestLongLivedSurviveReload(t *testing.T) {
 	inst, base, path := startConfig(t, strings.ReplaceAll(src, "VERSION", "v1"))
 	port := strings.TrimPrefix(base, "http://127.0.0.1:")
 
-	ws, err := websocket.Dial(strings.Replace(base, "http", "ws", 1)+"/ws", "", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
-	ws.SetDeadline(time.Now().Add(10 * time.Second))
-	echo := func(msg string) {
-		t.Helper()
-		if _, err := ws.Write([]byte(msg)); err != nil {
-			t.Fatalf("websocket write %q: %v", msg, err)
-		}
-		buf := make([]byte, len(msg))
-		if _, err := io.ReadFull(ws, buf); err != nil || string(buf) != msg {
-			t.Fatalf("websocket echo %q: %q %v", msg, buf, err)
-		}
-	}
+	echo := openWebSocket(t, base)
 	echo("before")
-
-	resp, err := http.Get(base + "/events")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	events := bufio.NewReader(resp.Body)
-	event := func(want string) {
-		t.Helper()
-		for {
-			line, err := events.ReadString('\n')
-			if err != nil {
-				t.Fatalf("event stream ended waiting for %q: %v", want, err)
-			}
-			if strings.HasPrefix(line, "data: ") {
-				if got := strings.TrimSpace(line[6:]); got != want {
-					t.Fatalf("event %q, want %q", got, want)
-				}
-				return
-			}
-		}
-	}
+	_, event := openEvents(t, base)
 	event("0")
 
 	for i := 2; i <= 4; i++ {
@@ -181,46 +195,11 @@ func TestLongLivedSurviveModuleSwap(t *testing.T) {
 		t.Fatalf("x-version %q before any swap", v)
 	}
 
-	ws, err := websocket.Dial(strings.Replace(base, "http", "ws", 1)+"/ws", "", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
-	ws.SetDeadline(time.Now().Add(15 * time.Second))
-	echo := func(msg string) {
-		t.Helper()
-		if _, err := ws.Write([]byte(msg)); err != nil {
-			t.Fatalf("websocket write %q: %v", msg, err)
-		}
-		buf := make([]byte, len(msg))
-		if _, err := io.ReadFull(ws, buf); err != nil || string(buf) != msg {
-			t.Fatalf("websocket echo %q: %q %v", msg, buf, err)
-		}
-	}
+	echo := openWebSocket(t, base)
 	echo("before")
-	resp, err := http.Get(base + "/events")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if v := resp.Header.Get("X-Version"); v != "v000" {
+	header, event := openEvents(t, base)
+	if v := header.Get("X-Version"); v != "v000" {
 		t.Fatalf("event stream x-version %q", v)
-	}
-	events := bufio.NewReader(resp.Body)
-	event := func(want string) {
-		t.Helper()
-		for {
-			line, err := events.ReadString('\n')
-			if err != nil {
-				t.Fatalf("event stream ended waiting for %q: %v", want, err)
-			}
-			if strings.HasPrefix(line, "data: ") {
-				if got := strings.TrimSpace(line[6:]); got != want {
-					t.Fatalf("event %q, want %q", got, want)
-				}
-				return
-			}
-		}
 	}
 	event("0")
 
