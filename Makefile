@@ -39,6 +39,10 @@ test-race: ## run every test with the race detector
 bench: ## run the Go benchmarks (-benchmem), BENCHTIME each
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
 
+.PHONY: bench-proxy-tls
+bench-proxy-tls: ## end-to-end TLS reverse proxy beside nginx (needs nginx, wrk, taskset)
+	./host/proxy/testdata/e2etls/run.sh 3 8
+
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME each
 	@set -e; for spec in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs grep -h -o '^func Fuzz[A-Za-z0-9_]*' /dev/null | sort -u | sed 's/func //'); do \
