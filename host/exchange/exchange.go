@@ -131,6 +131,17 @@ func ClientGone(x Exchange) bool {
 	return x.Context().Err() != nil
 }
 
+// VisitRequestTrailers calls fn for each trailer field of a chunked (or
+// HTTP/2) request body. They are known once the body has been read to
+// io.EOF; before that, and for bodies without trailers, fn is not called.
+func VisitRequestTrailers(x Exchange, fn func(name, value []byte)) {
+	if t, ok := x.(interface {
+		VisitRequestTrailers(fn func(name, value []byte))
+	}); ok {
+		t.VisitRequestTrailers(fn)
+	}
+}
+
 // ClientWatch returns ClientGone as a function that stays valid after the
 // handler returns, while a body given to SendReader is still being sent
 // (the exchange itself may be recycled by then).

@@ -131,6 +131,18 @@ func (x *fastExchange) RequestBody() io.Reader {
 	}
 	return bytes.NewReader(x.ctx.Request.Body())
 }
+
+// VisitRequestTrailers: fasthttp reads a chunked body's trailer fields
+// into the request header, keyed by the trailer names.
+func (x *fastExchange) VisitRequestTrailers(fn func(name, value []byte)) {
+	h := &x.ctx.Request.Header
+	for _, k := range h.PeekTrailerKeys() {
+		if v := h.PeekBytes(k); v != nil {
+			fn(k, v)
+		}
+	}
+}
+
 func (x *fastExchange) ContentLength() int64 {
 	n := x.ctx.Request.Header.ContentLength()
 	switch {

@@ -239,9 +239,25 @@ func (x *stdExchange) RequestHeader(name string) []byte {
 	}
 	vs := x.r.Header.Values(name)
 	if len(vs) == 0 {
+		if len(x.r.Trailer) > 0 && strings.EqualFold(name, "trailer") {
+			return x.trailerNames()
+		}
 		return nil
 	}
 	return b(vs[0])
+}
+
+// trailerNames rebuilds the Trailer header, which net/http moves into
+// Request.Trailer's keys.
+func (x *stdExchange) trailerNames() []byte {
+	var names []byte
+	for k := range x.r.Trailer {
+		if len(names) > 0 {
+			names = append(names, ", "...)
+		}
+		names = append(names, k...)
+	}
+	return names
 }
 func (x *stdExchange) VisitRequestHeaders(fn func(name, value []byte)) {
 	fn([]byte("Host"), b(x.r.Host))
@@ -267,6 +283,16 @@ func (x *stdExchange) RequestBody() io.Reader {
 	return x.r.Body
 }
 func (x *stdExchange) ContentLength() int64 { return x.r.ContentLength }
+
+// VisitRequestTrailers reads net/http's Request.Trailer, filled once the
+// body has been read to io.EOF.
+func (x *stdExchange) VisitRequestTrailers(fn func(name, value []byte)) {
+	for k, vs := range x.r.Trailer {
+		for _, v := range vs {
+			fn([]byte(k), []byte(v))
+		}
+	}
+}
 func (x *stdExchange) SetRequestBody(p []byte) {
 	x.r.Body = io.NopCloser(bytes.NewReader(p))
 	x.r.ContentLength = int64(len(p))

@@ -753,6 +753,29 @@ func TestStreamedUpload(t *testing.T) {
 	})
 }
 
+// TestRequestTrailers: the trailer fields of a chunked upload reach an
+// HTTP/1.1 upstream after the body, declared in its Trailer header.
+func TestRequestTrailers(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		declared := "undeclared" // net/http moves a Trailer header into Trailer's keys
+		if _, ok := r.Trailer["X-Checksum"]; ok {
+			declared = "declared"
+		}
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s %s %s", b, r.Trailer.Get("X-Checksum"), declared)
+	})
+	p := newProxy(t, proxy.Options{Upstreams: []proxy.Upstream{{URL: be.URL}}})
+	engines(t, p, func(t *testing.T, e exchangetest.Engine) {
+		req, _ := http.NewRequest("POST", e.URL+"/", io.MultiReader(strings.NewReader("part1 "), strings.NewReader("part2")))
+		req.ContentLength = -1
+		req.Trailer = http.Header{"X-Checksum": {"abc123"}}
+		resp, body := do(t, e, req)
+		if resp.StatusCode != 200 || body != "part1 part2 abc123 declared" {
+			t.Errorf("%d %q", resp.StatusCode, body)
+		}
+	})
+}
+
 func TestBodyLimit413(t *testing.T) {
 	var hits atomic.Int64
 	be := backend(t, func(w http.ResponseWriter, r *http.Request) {

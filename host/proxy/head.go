@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"sync"
+
+	"github.com/sluicehq/sluice/host/exchange"
 )
 
 // head is an HTTP/1.1 request head for an upstream, built as bytes: the
@@ -117,6 +119,9 @@ func (s *state) buildH1(u *upstream) {
 		w = append(w, "\r\n"...)
 	case s.bodyLen < 0:
 		w = append(w, "Transfer-Encoding: chunked\r\n"...)
+		if t := s.x.RequestHeader("Trailer"); len(t) > 0 {
+			w = appendLine(w, []byte("Trailer"), t) // the fields writeTrailers sends
+		}
 	case !s.upgrade && !bodyless(s.x.Method()):
 		w = append(w, "Content-Length: 0\r\n"...)
 	}
@@ -159,11 +164,26 @@ func (s *state) writeBody(bw *bufio.Writer) error {
 			}
 		}
 		if err == io.EOF {
-			_, werr := bw.WriteString("0\r\n\r\n")
-			return werr
+			return s.writeTrailers(bw)
 		}
 		if err != nil {
 			return err
 		}
+	}
+}
+
+// writeTrailers ends a chunked body with the client's trailer fields
+// (end-to-end ones only), known now that its body has been read whole.
+func (s *state) writeTrailers(bw *bufio.Writer) error {
+	s.hd.wire = append(s.hd.wire[:0], "0\r\n"...)
+	exchange.VisitRequestTrailers(s.x, s.addTrailer)
+	s.hd.wire = append(s.hd.wire, "\r\n"...)
+	_, err := bw.Write(s.hd.wire)
+	return err
+}
+
+func (s *state) addTrailer(k, v []byte) {
+	if !hopByHop(k) {
+		s.hd.wire = appendLine(s.hd.wire, k, v)
 	}
 }
