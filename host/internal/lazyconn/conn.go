@@ -118,18 +118,27 @@ func (c *Conn) early(err error, write bool) bool {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d := &c.rd
-	if write {
-		d = &c.wd
-	}
-	if d.want != 0 && d.want <= time.Now().UnixNano() {
+	if d := c.deadline(write); d.want != 0 && d.want <= time.Now().UnixNano() {
 		return false // the caller's deadline has passed
 	}
+	return c.armLocked(write) == nil
+}
+
+func (c *Conn) deadline(write bool) *deadline {
+	if write {
+		return &c.wd
+	}
+	return &c.rd
+}
+
+// armLocked sets the runtime's deadline to the wanted one; c.mu is held.
+func (c *Conn) armLocked(write bool) error {
+	d := c.deadline(write)
 	d.armed = d.want
 	if write {
-		return c.TCPConn.SetWriteDeadline(unnanos(d.want)) == nil
+		return c.TCPConn.SetWriteDeadline(unnanos(d.want))
 	}
-	return c.TCPConn.SetReadDeadline(unnanos(d.want)) == nil
+	return c.TCPConn.SetReadDeadline(unnanos(d.want))
 }
 
 // Read reads like (*net.TCPConn).Read, its deadline the caller's.
@@ -174,15 +183,7 @@ func (c *Conn) WriteTo(w io.Writer) (int64, error) {
 func (c *Conn) arm(write bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if write {
-		if c.wd.armed != c.wd.want {
-			c.wd.armed = c.wd.want
-			_ = c.TCPConn.SetWriteDeadline(unnanos(c.wd.want))
-		}
-		return
-	}
-	if c.rd.armed != c.rd.want {
-		c.rd.armed = c.rd.want
-		_ = c.TCPConn.SetReadDeadline(unnanos(c.rd.want))
+	if d := c.deadline(write); d.armed != d.want {
+		_ = c.armLocked(write)
 	}
 }
