@@ -12,7 +12,6 @@ func Traceparent(sc trace.SpanContext) string { return string(appendTraceparent(
 // SetClientCheck sets how often a waiting request looks at its client,
 // until the test ends.
 func SetClientCheck(t interface{ Cleanup(func()) }, d time.Duration) {
-	old := clientCheck
-	clientCheck = d
-	t.Cleanup(func() { clientCheck = old })
+	old := clientCheckEvery.Swap(int64(d))
+	t.Cleanup(func() { clientCheckEvery.Store(old) })
 }

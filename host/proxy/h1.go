@@ -244,12 +244,9 @@ func (u *upstream) roundTrip(s *state, deadline time.Time) (phase, error) {
 		// A request without a body fits the socket buffer of a connection
 		// whose previous exchange is complete: its write cannot block, and
 		// only the wait for the answer needs a deadline.
-		// The first wait is clientCheck at most: awaitAnswer looks at the
+		// The first wait is clientCheck at most: awaitData looks at the
 		// client between waits.
-		first := time.Now().Add(clientCheck)
-		if first.After(hdrDeadline) {
-			first = hdrDeadline
-		}
+		first := nextCheck(hdrDeadline)
 		if cnt == nil || cnt.wdl {
 			err = conn.SetDeadline(first)
 		} else {
@@ -295,7 +292,7 @@ func (u *upstream) roundTrip(s *state, deadline time.Time) (phase, error) {
 	}
 
 	br := hc.AcquireReader(conn)
-	if err := s.awaitAnswer(br, conn, hdrDeadline); err != nil {
+	if err := awaitData(br, conn, hdrDeadline, s.clientGone); err != nil {
 		hc.ReleaseReader(br)
 		u.keep(false)
 		hc.CloseConn(cc)
@@ -400,37 +397,41 @@ func (u *upstream) roundTrip(s *state, deadline time.Time) (phase, error) {
 	return phaseWait, nil
 }
 
-// clientCheck is how often a request waiting for its upstream's answer
-// looks whether its client is still there.
-var clientCheck = time.Second
+// clientCheckEvery is how often a request waiting for its upstream's
+// answer looks whether its client is still there, in nanoseconds; atomic
+// because tests shorten it while watches of earlier tests may still tick.
+var clientCheckEvery atomic.Int64
+
+func init() { clientCheckEvery.Store(int64(time.Second)) }
+
+func clientCheck() time.Duration { return time.Duration(clientCheckEvery.Load()) }
 
 // errClientGone ends a try whose client went away while it waited: the
 // upstream connection is closed (the upstream sees its client leave, as
 // behind nginx), and the upstream is not blamed for it.
 var errClientGone = errors.New("client closed the connection while the upstream was answering")
 
-// awaitAnswer waits for the first byte of the upstream's answer, up to
-// hdrDeadline, looking every clientCheck whether the client has gone.
-// It leaves conn's read deadline at hdrDeadline. A quick answer costs one
-// read and no timer work: lazyconn moves a deadline only to bring it
-// forward.
-func (s *state) awaitAnswer(br *bufio.Reader, conn net.Conn, hdrDeadline time.Time) error {
-	if br.Buffered() > 0 {
-		return nil
-	}
-	return awaitData(br, conn, hdrDeadline, s.clientGone)
-}
-
 func (s *state) clientGone() bool { return exchange.ClientGone(s.x) }
 
-// awaitData waits until br has a byte to read, up to end, calling gone
-// every clientCheck. It leaves conn's read deadline at end. Errors other
-// than errClientGone are left for the next read of br to meet.
+// nextCheck is when a wait that may last until end next stops to look at
+// the client.
+func nextCheck(end time.Time) time.Time {
+	if c := time.Now().Add(clientCheck()); c.Before(end) {
+		return c
+	}
+	return end
+}
+
+// awaitData waits until br has a byte to read (the upstream's answer, or
+// more of its body), up to end, calling gone every clientCheck. It leaves
+// conn's read deadline at end. Errors other than errClientGone are left
+// for the next read of br to meet. A quick answer costs one read and no
+// timer work: lazyconn moves a deadline only to bring it forward.
 func awaitData(br *bufio.Reader, conn net.Conn, end time.Time, gone func() bool) error {
 	// Bounded by end: each turn waits clientCheck of it.
 	for {
-		check := time.Now().Add(clientCheck)
-		if !check.Before(end) {
+		check := nextCheck(end)
+		if check.Equal(end) {
 			return conn.SetReadDeadline(end)
 		}
 		if err := conn.SetReadDeadline(check); err != nil {

@@ -101,12 +101,10 @@ func (u *upstream) serveH2(s *state, deadline time.Time) (phase, error) {
 	if wait > s.h.s.headerTimeout {
 		wait = s.h.s.headerTimeout
 	}
-	w := &h2Wait{x: x, cancel: cancel, headerAt: time.Now().Add(wait)}
-	w.timer = time.AfterFunc(time.Hour, w.check)
-	w.timer.Reset(min(wait, clientCheck))
+	w := newH2Watch(cancel, exchange.ClientWatch(x), wait)
 	resp, err := u.h2.RoundTrip(req)
-	w.stop()
 	if err != nil {
+		w.stop()
 		cause := context.Cause(ctx)
 		cancel(nil)
 		var de *dialError
@@ -137,6 +135,7 @@ func (u *upstream) serveH2(s *state, deadline time.Time) (phase, error) {
 	}
 	s.writeHeaderDown(u)
 	if noBody(resp.StatusCode, s.head) {
+		w.stop()
 		resp.Body.Close()
 		cancel(nil)
 		if s.head && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotModified {
@@ -145,10 +144,8 @@ func (u *upstream) serveH2(s *state, deadline time.Time) (phase, error) {
 		u.node.InFlight.Add(-1)
 		return phaseWait, nil
 	}
-	b := &h2Body{u: u, resp: resp, cancel: cancel, gone: exchange.ClientWatch(x)}
-	b.last.Store(time.Now().UnixNano())
-	b.idle = time.AfterFunc(time.Hour, b.tick)
-	b.idle.Reset(min(s.h.s.timeout, clientCheck))
+	w.wait(s.h.s.timeout) // now the longest wait for more of the body
+	b := &h2Body{u: u, resp: resp, cancel: cancel, w: w}
 	size := resp.ContentLength
 	if len(resp.Trailer) > 0 {
 		size = -1 // trailers need a chunked body on HTTP/1.1
@@ -157,38 +154,54 @@ func (u *upstream) serveH2(s *state, deadline time.Time) (phase, error) {
 	return phaseWait, nil
 }
 
-// h2Wait bounds the wait for an HTTP/2 upstream's response headers, and
-// looks every clientCheck whether the client is still there: a fasthttp
-// request's context does not end when its client goes.
-type h2Wait struct {
-	x        exchange.Exchange
-	cancel   context.CancelCauseFunc
-	headerAt time.Time
-	timer    *time.Timer
-
-	mu   sync.Mutex // held while check looks at x; stop waits for it
-	done bool
+// h2Watch ends an HTTP/2 exchange that waits too long (for the response
+// headers, then for each next piece of the body) or whose client has
+// left: a fasthttp request's context does not end when its client goes.
+// It ticks every clientCheck until stopped; gone (exchange.ClientWatch)
+// stays valid after the handler returns, while the body streams.
+type h2Watch struct {
+	cancel  context.CancelCauseFunc
+	gone    func() bool
+	timer   *time.Timer
+	limit   atomic.Int64 // the longest wait, nanoseconds
+	since   atomic.Int64 // when the current wait began, Unix nanoseconds
+	left    atomic.Bool  // the client left: not the upstream's failure
+	stopped atomic.Bool
 }
 
-func (w *h2Wait) check() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+func newH2Watch(cancel context.CancelCauseFunc, gone func() bool, limit time.Duration) *h2Watch {
+	w := &h2Watch{cancel: cancel, gone: gone}
+	w.wait(limit)
+	w.timer = time.AfterFunc(time.Hour, w.tick)
+	w.timer.Reset(min(limit, clientCheck()))
+	return w
+}
+
+// wait starts a wait of at most limit.
+func (w *h2Watch) wait(limit time.Duration) {
+	w.limit.Store(int64(limit))
+	w.since.Store(time.Now().UnixNano())
+}
+
+func (w *h2Watch) tick() {
+	if w.stopped.Load() {
+		return
+	}
+	limit := time.Duration(w.limit.Load())
+	waited := time.Since(time.Unix(0, w.since.Load()))
 	switch {
-	case w.done:
-	case !time.Now().Before(w.headerAt):
+	case waited >= limit:
 		w.cancel(errHeaderTimeout)
-	case exchange.ClientGone(w.x):
+	case w.gone():
+		w.left.Store(true)
 		w.cancel(errClientGone)
 	default:
-		w.timer.Reset(min(time.Until(w.headerAt), clientCheck))
+		w.timer.Reset(min(limit-waited, clientCheck()))
 	}
 }
 
-// stop ends the watch; x is not looked at once it returns.
-func (w *h2Wait) stop() {
-	w.mu.Lock()
-	w.done = true
-	w.mu.Unlock()
+func (w *h2Watch) stop() {
+	w.stopped.Store(true)
 	w.timer.Stop()
 }
 
@@ -198,36 +211,14 @@ type h2Body struct {
 	u      *upstream
 	resp   *http.Response
 	cancel context.CancelCauseFunc
-	gone   func() bool  // whether the client has left (exchange.ClientWatch)
-	idle   *time.Timer  // ticks every clientCheck while the body is open
-	last   atomic.Int64 // when a read last began, Unix nanoseconds
-	closed atomic.Bool
-	left   atomic.Bool // the client left: not the upstream's failure
+	w      *h2Watch
 	once   sync.Once
 }
 
-// tick ends a body that waited longer than Timeout for more, or whose
-// client has left.
-func (b *h2Body) tick() {
-	if b.closed.Load() {
-		return
-	}
-	waited := time.Since(time.Unix(0, b.last.Load()))
-	switch {
-	case waited >= b.u.h.s.timeout:
-		b.cancel(errHeaderTimeout)
-	case b.gone():
-		b.left.Store(true)
-		b.cancel(errClientGone)
-	default:
-		b.idle.Reset(min(b.u.h.s.timeout-waited, clientCheck))
-	}
-}
-
 func (b *h2Body) Read(p []byte) (int, error) {
-	b.last.Store(time.Now().UnixNano())
+	b.w.wait(b.u.h.s.timeout)
 	n, err := b.resp.Body.Read(p)
-	if err != nil && err != io.EOF && !b.left.Load() && !b.gone() {
+	if err != nil && err != io.EOF && !b.w.left.Load() && !b.w.gone() {
 		b.u.failures.Add(1)
 		b.u.h.log.Debug("proxy: upstream body failed", "upstream", b.u.t.raw, "error", err)
 	}
@@ -244,8 +235,7 @@ func (b *h2Body) VisitTrailers(fn func(name, value []byte)) {
 
 func (b *h2Body) Close() error {
 	b.once.Do(func() {
-		b.closed.Store(true)
-		b.idle.Stop()
+		b.w.stop()
 		b.resp.Body.Close()
 		b.cancel(nil)
 		b.u.node.InFlight.Add(-1)
