@@ -119,6 +119,12 @@ type Listener struct {
 	// advertises it to HTTP/1.1 and HTTP/2 clients with Alt-Svc. Only on a
 	// TLS address. HCL `http3`, default false.
 	HTTP3 bool `json:"http3"`
+	// TrustedProxies are the peers (addresses or CIDR prefixes) whose
+	// X-Forwarded-For or Forwarded header names the client: allow/deny,
+	// rate limits, access logs and the proxy's X-Forwarded-For then all
+	// use that client address. From any other peer, X-Real-IP is removed
+	// and the peer is the client. HCL `trusted_proxies`, default none.
+	TrustedProxies []string `json:"trusted_proxies"`
 
 	// Implicit is true when the config has no block for this address and
 	// these are the defaults. Computed.

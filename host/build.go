@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"strings"
 
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/frontdoor"
 	"github.com/sluicehq/sluice/host/observe"
 	"github.com/sluicehq/sluice/host/route"
 	"github.com/sluicehq/sluice/host/static"
@@ -91,6 +93,14 @@ func Build(cfg *config.Config, d Deps) (_ *Generation, err error) {
 	}
 	if err := buildTLS(cfg, g, d.Log); err != nil {
 		return nil, err
+	}
+	g.Doors = make(map[string]*frontdoor.Door, len(cfg.Listeners))
+	for _, l := range cfg.Listeners {
+		trusted, err := prefixes(l.TrustedProxies)
+		if err != nil {
+			return nil, fmt.Errorf("listener %q: %w", l.Address, err)
+		}
+		g.Doors[l.Address] = g.newDoor(l.Address, l.MaxRequestBody, trusted)
 	}
 	return g, nil
 }
@@ -281,4 +291,13 @@ func (e errorPages) ServeExchange(x exchange.Exchange) error {
 	x.SetResponseHeader("Content-Type", "text/html; charset=utf-8")
 	x.SetBody(page)
 	return nil
+}
+
+// newDoor builds the front door of one listener of g.
+func (g *Generation) newDoor(addr string, maxBody int64, trusted []netip.Prefix) *frontdoor.Door {
+	d := &frontdoor.Door{Sites: g.Tables[addr], Trusted: trusted, MaxRequestBody: maxBody}
+	if g.tls != nil {
+		d.TLS, d.Strip = g.tls.table(addr), g.tls.strip
+	}
+	return d
 }

@@ -13,12 +13,11 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 	"github.com/sluicehq/sluice/host/exchange"
-	"github.com/valyala/fasthttp"
 )
 
 // h3Server is HTTP/3 on a TLS listener's port, over UDP: quic-go's
-// http3.Server in front of the same dispatch, error renderer and TLS
-// policy (stdHandler) as the HTTP/2 engine, and the same certificates
+// http3.Server in front of the same dispatch (and so the same front
+// door) and error renderer as the other engines, and the same certificates
 // (the listener's tlsConfig, with ALPN h3). It opens and closes with its
 // listener; ListenerOptions.HTTP3 turns it on.
 type h3Server struct {
@@ -28,9 +27,6 @@ type h3Server struct {
 	ln     *quic.Listener
 	altSvc string // the Alt-Svc value HTTP/1.1 and HTTP/2 responses carry
 }
-
-// altSvcHeader announces HTTP/3 on the listener's port.
-const altSvcHeader = "Alt-Svc"
 
 // h3Protos is the only ALPN protocol offered over QUIC.
 var h3Protos = []string{http3.NextProtoH3}
@@ -65,7 +61,7 @@ func (l *listener) openH3(tcp net.Addr) (*h3Server, error) {
 	}
 	h := &h3Server{pc: pc, tr: tr, ln: ln, altSvc: fmt.Sprintf(`h3=":%d"; ma=86400`, port)}
 	h.srv = &http3.Server{
-		Handler:        l.h3Deadlines(l.stdHandler(exchange.Std(l.srv.dispatch(o.Address), l.srv.renderError))),
+		Handler:        l.h3Deadlines(exchange.Std(l.srv.dispatch(l), l.srv.renderError)),
 		MaxHeaderBytes: int(o.MaxHeaderBytes),
 		IdleTimeout:    o.IdleTimeout,
 		Logger:         l.log.With("address", o.Address, "engine", "http3"),
@@ -153,12 +149,12 @@ func (l *listener) h3Deadlines(next http.Handler) http.Handler {
 	})
 }
 
-// setAltSvc adds Alt-Svc to a fasthttp response after its handler ran,
-// unless the handler set its own (as HSTS).
-func (h *h3Server) setAltSvc(ctx *fasthttp.RequestCtx) {
-	if ctx.Response.Header.Peek(altSvcHeader) == nil {
-		ctx.Response.Header.Set(altSvcHeader, h.altSvc)
+// altSvc returns the listener's HTTP/3 announcement, or "".
+func (l *listener) altSvc() string {
+	if l.h3 != nil {
+		return l.h3.altSvc
 	}
+	return ""
 }
 
 // quicLimitListener bounds the QUIC connections open at once, like

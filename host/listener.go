@@ -89,15 +89,17 @@ func (s *Server) openListener(o ListenerOptions) (*listener, error) {
 		l.handshake = 10 * time.Second
 	}
 
-	h := s.dispatch(o.Address)
+	h := s.dispatch(l)
 	fast := exchange.Fast(h, s.renderError, o.TLS)
+	readTimeout, headerReceived := fastTimeouts(o)
 	l.fast = &fasthttp.Server{
 		Handler:                      l.fastHandler(fast),
 		ErrorHandler:                 l.engineError,
 		Name:                         "sluice",
 		NoDefaultContentType:         true,
 		DisablePreParseMultipartForm: true,
-		ReadTimeout:                  o.ReadTimeout,
+		ReadTimeout:                  readTimeout,
+		HeaderReceived:               headerReceived,
 		WriteTimeout:                 o.WriteTimeout,
 		IdleTimeout:                  o.IdleTimeout,
 		ReadBufferSize:               int(o.MaxHeaderBytes),
@@ -156,12 +158,31 @@ func (s *Server) openListener(o ListenerOptions) (*listener, error) {
 	return l, nil
 }
 
+// fastTimeouts maps the listener's timeouts onto fasthttp, which has one
+// ReadTimeout for the request head and body together: it becomes
+// read_header_timeout, so that a client trickling its head is cut off
+// then (and cannot fill max_conns), and once the head is in,
+// HeaderReceived gives the body the rest of read_timeout.
+func fastTimeouts(o ListenerOptions) (time.Duration, func(*fasthttp.RequestHeader) fasthttp.RequestConfig) {
+	head, whole := o.ReadHeaderTimeout, o.ReadTimeout
+	if head <= 0 || (whole > 0 && head >= whole) {
+		return whole, nil
+	}
+	body := whole
+	if body <= 0 {
+		body = 100 * 365 * 24 * time.Hour // read_timeout "0s": no limit
+	}
+	return head, func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+		return fasthttp.RequestConfig{ReadTimeout: body}
+	}
+}
+
 // newStd configures net/http for the HTTP/2 connections of this
 // listener, with the listener's limits.
 func (l *listener) newStd(h http.Handler) *http.Server {
 	o := l.opts
 	srv := &http.Server{
-		Handler:           l.stdHandler(h),
+		Handler:           h,
 		ReadTimeout:       o.ReadTimeout,
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
 		WriteTimeout:      o.WriteTimeout,
@@ -266,177 +287,23 @@ func (l *listener) tlsConfig(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 
 var errNoCertificate = errors.New("no certificate configured for this address")
 
-var (
-	challengePrefix = []byte(tlsconf.ChallengePrefix)
-	hstsHeader      = "Strict-Transport-Security"
-)
-
-// fastHandler runs in front of the fasthttp adapter: the framing check,
-// ACME HTTP-01 answers on plain listeners (before any redirect), and on
-// TLS listeners the site's TLS policy (misdirected requests, the client
-// identity header, HSTS). A request spoofing an identity header loses it.
+// fastHandler is the fasthttp shim in front of the exchange adapter:
+// what is about fasthttp's parser and connections, not about policy
+// (that is the front door's, in dispatch, for every engine). A chunked
+// request that also declares Content-Length is refused; an error answer
+// that closes the connection closes it lingering, so that a client still
+// sending its body reads the status instead of a reset.
 func (l *listener) fastHandler(next fasthttp.RequestHandler) fasthttp.RequestHandler {
-	maxBody := int(l.opts.MaxRequestBody)
 	return func(ctx *fasthttp.RequestCtx) {
-		if l.h3 != nil { // Alt-Svc, as HSTS below (h3.go)
-			defer l.h3.setAltSvc(ctx)
-		}
-		switch n := ctx.Request.Header.ContentLength(); {
-		case n == -1 && smuggled(ctx.Request.Header.RawHeaders()):
+		if ctx.Request.Header.ContentLength() == -1 && smuggled(ctx.Request.Header.RawHeaders()) {
 			l.engineError(ctx, errConflictingFraming)
 			return
-		case maxBody > 0 && n > maxBody:
-			// With StreamRequestBody, fasthttp streams an oversized body
-			// instead of refusing it: refuse it here, before a handler
-			// reads a byte.
-			l.engineError(ctx, fasthttp.ErrBodyTooLarge)
-			return
-		case n == -1 && maxBody > 0:
-			// A chunked body declares no size: cut it off while it is read.
-			if body := ctx.RequestBodyStream(); body != nil {
-				ctx.Request.SetBodyStream(&limitedBody{r: body, n: int64(maxBody)}, -1)
-			}
-		}
-		tg := l.srv.tlsGen()
-		if tg != nil {
-			for _, name := range tg.strip {
-				ctx.Request.Header.Del(name)
-			}
-		}
-		if !l.opts.TLS {
-			if uri := ctx.Request.Header.RequestURI(); bytes.HasPrefix(uri, challengePrefix) {
-				if key, ok := tlsconf.HTTPChallenge(string(ctx.Host()), string(uri)); ok {
-					ctx.SetStatusCode(fasthttp.StatusOK)
-					ctx.SetContentType("text/plain")
-					ctx.SetBody(key)
-					return
-				}
-			}
-			next(ctx)
-			return
-		}
-		t := tg.table(l.opts.Address)
-		if t == nil || !t.PerRequest() {
-			next(ctx)
-			return
-		}
-		p := t.Lookup(ctx.Host())
-		if p.ClientAuth != tlsconf.NoClientCert || p.ClientCertHeader != "" {
-			cs := ctx.TLSConnectionState()
-			if cs == nil {
-				next(ctx)
-				return
-			}
-			if p.ClientAuth != tlsconf.NoClientCert && t.ForServerName(cs.ServerName) != p {
-				misdirected(ctx)
-				return
-			}
-			if p.ClientCertHeader != "" {
-				if id := tlsconf.Identity(cs); id != "" {
-					ctx.Request.Header.Set(p.ClientCertHeader, id)
-				}
-			}
 		}
 		next(ctx)
-		if p.HSTS != "" && ctx.Response.Header.Peek(hstsHeader) == nil {
-			ctx.Response.Header.Set(hstsHeader, p.HSTS)
+		if ctx.Response.StatusCode() >= 400 && ctx.Response.ConnectionClose() {
+			linger(ctx.Conn())
 		}
 	}
-}
-
-// limitedBody fails a streamed request body that outgrows the listener's
-// max_request_body.
-type limitedBody struct {
-	r io.Reader
-	n int64
-}
-
-// ErrBodyTooLarge is returned by a request body reader when the body
-// exceeds the listener's max_request_body; handlers answer 413.
-var ErrBodyTooLarge = &exchange.Error{Status: fasthttp.StatusRequestEntityTooLarge, Message: "request body too large"}
-
-func (l *limitedBody) Read(p []byte) (int, error) {
-	if l.n < 0 {
-		return 0, ErrBodyTooLarge
-	}
-	if int64(len(p)) > l.n+1 {
-		p = p[:l.n+1]
-	}
-	n, err := l.r.Read(p)
-	if int64(n) > l.n { // one byte past the limit: keep none of it
-		n, l.n = int(l.n), -1
-		return n, ErrBodyTooLarge
-	}
-	l.n -= int64(n)
-	return n, err
-}
-
-func misdirected(ctx *fasthttp.RequestCtx) {
-	ctx.Response.Reset()
-	ctx.SetStatusCode(fasthttp.StatusMisdirectedRequest)
-	ctx.SetContentType("text/plain; charset=utf-8")
-	ctx.SetBodyString("misdirected request: this host needs its own TLS connection\n")
-}
-
-// stdHandler is fastHandler for net/http (HTTP/2): the same policy, and
-// the listener's request body limit, which net/http does not have.
-func (l *listener) stdHandler(next http.Handler) http.Handler {
-	max := l.opts.MaxRequestBody
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if max > 0 && r.Body != nil && r.Body != http.NoBody {
-			if r.ContentLength > max {
-				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-				w.Header().Set("Connection", "close")
-				w.WriteHeader(http.StatusRequestEntityTooLarge)
-				_, _ = w.Write([]byte("request body too large\n"))
-				return
-			}
-			r.Body = http.MaxBytesReader(w, r.Body, max)
-		}
-		tg := l.srv.tlsGen()
-		if tg != nil {
-			for _, name := range tg.strip {
-				r.Header.Del(name)
-			}
-		}
-		if r.TLS == nil {
-			if strings.HasPrefix(r.RequestURI, tlsconf.ChallengePrefix) {
-				if key, ok := tlsconf.HTTPChallenge(r.Host, r.RequestURI); ok {
-					w.Header().Set("Content-Type", "text/plain")
-					_, _ = w.Write(key)
-					return
-				}
-			}
-			next.ServeHTTP(w, r)
-			return
-		}
-		if l.h3 != nil { // Alt-Svc, set first as HSTS below (h3.go)
-			w.Header().Set(altSvcHeader, l.h3.altSvc)
-		}
-		t := tg.table(l.opts.Address)
-		if t == nil || !t.PerRequest() {
-			next.ServeHTTP(w, r)
-			return
-		}
-		p := t.Lookup([]byte(r.Host))
-		if p.ClientAuth != tlsconf.NoClientCert && t.ForServerName(r.TLS.ServerName) != p {
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			w.WriteHeader(http.StatusMisdirectedRequest)
-			_, _ = w.Write([]byte("misdirected request: this host needs its own TLS connection\n"))
-			return
-		}
-		if p.ClientCertHeader != "" {
-			if id := tlsconf.Identity(r.TLS); id != "" {
-				r.Header.Set(p.ClientCertHeader, id)
-			}
-		}
-		if p.HSTS != "" {
-			// Set first: net/http writes headers as the handler commits,
-			// and a handler's own value replaces this one.
-			w.Header().Set(hstsHeader, p.HSTS)
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // engineError answers requests the engine could not parse: malformed
@@ -460,6 +327,7 @@ func (l *listener) engineError(ctx *fasthttp.RequestCtx, err error) {
 	ctx.SetStatusCode(status)
 	ctx.SetContentType("text/plain; charset=utf-8")
 	ctx.SetBodyString(msg + "\n")
+	linger(ctx.Conn())
 }
 
 // closeQueues stops handing connections to the engines; their Serve
@@ -502,6 +370,22 @@ func (l *listener) shutdown(ctx context.Context) error {
 		errs = append(errs, ctx.Err())
 	}
 	return errors.Join(errs...)
+}
+
+// linger makes c's eventual close a lingering one (lazyconn.Conn.Linger),
+// looking through the TLS, sniffing and limiting wrappers.
+func linger(c net.Conn) {
+	for range 8 {
+		if l, ok := c.(interface{ Linger() }); ok {
+			l.Linger()
+			return
+		}
+		w, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			return
+		}
+		c = w.NetConn()
+	}
 }
 
 var errConflictingFraming = errors.New("both Transfer-Encoding and Content-Length")

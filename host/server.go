@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/frontdoor"
 	"github.com/sluicehq/sluice/host/route"
 	"github.com/sluicehq/sluice/runtime"
 )
@@ -43,6 +44,9 @@ type Generation struct {
 	Info any
 	// Filters are the generation's Wasm filters by name.
 	Filters map[string]*runtime.Filter
+	// Doors maps a configured listen address to its front door: the
+	// request policy every engine of the listener applies.
+	Doors map[string]*frontdoor.Door
 
 	tls      *tlsGen // certificates and TLS policies per listener (tls.go); nil without TLS
 	inflight atomic.Int64
@@ -89,6 +93,14 @@ func (s *Server) Apply(g *Generation) error {
 		}
 		s.listeners[o.Address] = l
 		opened = append(opened, l)
+	}
+	if g.Doors == nil { // a generation not made by Build: doors without trusted proxies
+		g.Doors = make(map[string]*frontdoor.Door, len(g.Listeners))
+	}
+	for _, o := range g.Listeners {
+		if g.Doors[o.Address] == nil {
+			g.Doors[o.Address] = g.newDoor(o.Address, o.MaxRequestBody, nil)
+		}
 	}
 	old := s.gen.Swap(g)
 	for addr, l := range s.listeners {
@@ -162,10 +174,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return errors.Join(all...)
 }
 
-// dispatch is the request path's entry: current generation → site by
-// Host → route by path → the route's handler (filters, then the native
-// handler).
-func (s *Server) dispatch(addr string) exchange.Handler {
+// dispatch is the request path's entry for every engine of a listener:
+// current generation → the listener's front door (policy, site) → route
+// by path → the route's handler (filters, then the native handler).
+func (s *Server) dispatch(l *listener) exchange.Handler {
+	addr := l.opts.Address
 	return exchange.HandlerFunc(func(x exchange.Exchange) error {
 		g := s.gen.Load()
 		if g == nil {
@@ -173,22 +186,20 @@ func (s *Server) dispatch(addr string) exchange.Handler {
 		}
 		g.inflight.Add(1)
 		defer g.inflight.Add(-1)
-		t := g.Tables[addr]
-		if t == nil {
+		d := g.Doors[addr]
+		if d == nil {
 			return errNotFound
 		}
-		site := t.Site(x.Host())
-		if site == nil {
-			return errNotFound
-		}
-		r := site.Route(x.Path())
-		if r == nil {
-			if site.NotFound != nil {
-				return site.NotFound.ServeExchange(x)
+		return d.Serve(x, l.altSvc(), func(site *route.Site) error {
+			r := site.Route(x.Path())
+			if r == nil {
+				if site.NotFound != nil {
+					return site.NotFound.ServeExchange(x)
+				}
+				return errNotFound
 			}
-			return errNotFound
-		}
-		return r.Handler.ServeExchange(x)
+			return r.Handler.ServeExchange(x)
+		})
 	})
 }
 

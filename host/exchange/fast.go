@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"io"
 	"net"
 	"os"
@@ -20,6 +21,7 @@ type fastExchange struct {
 	cctx   context.Context
 	tls    bool
 	stream bool // body is a file or stream, not a buffer
+	conn          // the client address the front door decided (conn.go)
 }
 
 var fastPool = sync.Pool{New: func() any { return new(fastExchange) }}
@@ -84,8 +86,14 @@ func (x *fastExchange) SetRequestURI(uri string) {
 }
 func (x *fastExchange) Host() []byte { return x.ctx.Request.Header.Host() }
 func (x *fastExchange) Proto() string {
-	if x.ctx.Request.Header.IsHTTP11() {
+	h := &x.ctx.Request.Header
+	if h.IsHTTP11() {
 		return "HTTP/1.1"
+	}
+	if p := h.Protocol(); string(p) != "HTTP/1.0" {
+		// fasthttp serves any HTTP/x.y as HTTP/1.0; the front door
+		// answers the version as sent (505).
+		return string(p)
 	}
 	return "HTTP/1.0"
 }
@@ -107,7 +115,20 @@ func connClosed(c net.Conn) bool {
 	return s == sockpeek.Closed
 }
 
-func (x *fastExchange) RemoteAddr() net.Addr { return x.ctx.RemoteAddr() }
+func (x *fastExchange) RemoteAddr() net.Addr {
+	if x.client != nil {
+		return x.client
+	}
+	return x.ctx.RemoteAddr()
+}
+
+// Peer is the TCP peer, whatever the front door decided the client is.
+func (x *fastExchange) Peer() net.Addr { return x.ctx.RemoteAddr() }
+
+// TLSConnectionState is the connection's TLS state, or nil.
+func (x *fastExchange) TLSConnectionState() *tls.ConnectionState {
+	return x.ctx.TLSConnectionState()
+}
 func (x *fastExchange) LocalAddr() net.Addr  { return x.ctx.LocalAddr() }
 
 func (x *fastExchange) RequestHeader(name string) []byte {

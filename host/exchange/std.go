@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -33,6 +34,7 @@ type stdExchange struct {
 	reader     io.Reader // SendReader's body; streamSize is its size
 
 	upgraded bool
+	conn     // the client address the front door decided (conn.go)
 }
 
 var stdPool = sync.Pool{New: func() any { return new(stdExchange) }}
@@ -220,7 +222,19 @@ func (x *stdExchange) SetRequestURI(uri string) {
 func (x *stdExchange) Host() []byte  { return b(x.r.Host) }
 func (x *stdExchange) Proto() string { return x.r.Proto }
 func (x *stdExchange) IsTLS() bool   { return x.r.TLS != nil }
+
+// TLSConnectionState is the connection's TLS state, or nil.
+func (x *stdExchange) TLSConnectionState() *tls.ConnectionState { return x.r.TLS }
 func (x *stdExchange) RemoteAddr() net.Addr {
+	if x.client != nil {
+		return x.client
+	}
+	return x.Peer()
+}
+
+// Peer is the TCP (or QUIC) peer, whatever the front door decided the
+// client is.
+func (x *stdExchange) Peer() net.Addr {
 	if ap, err := netip.ParseAddrPort(x.r.RemoteAddr); err == nil {
 		return net.TCPAddrFromAddrPort(ap)
 	}

@@ -151,6 +151,7 @@ type Policy struct {
 type Table struct {
 	policies []*Policy
 	exact    map[string]*Policy
+	bySite   map[string]*Policy // by site name, for the front door
 	wild     []wildcard // longest suffix first
 	def      *Policy
 	strip    []string
@@ -182,7 +183,7 @@ func New(sites []Site, o Options) (_ *Table, err error) {
 	if o.NextProtos == nil {
 		o.NextProtos = DefaultNextProtos
 	}
-	t := &Table{exact: map[string]*Policy{}, log: o.Log, stop: make(chan struct{})}
+	t := &Table{exact: map[string]*Policy{}, bySite: map[string]*Policy{}, log: o.Log, stop: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			t.Close()
@@ -196,6 +197,7 @@ func New(sites []Site, o Options) (_ *Table, err error) {
 			return nil, fmt.Errorf("site %q: tls: %w", s.Name, err)
 		}
 		t.policies = append(t.policies, p)
+		t.bySite[s.Name] = p
 		if s.Default && t.def == nil {
 			t.def = p
 		}
@@ -387,14 +389,18 @@ func (t *Table) Lookup(host []byte) *Policy {
 	return t.def
 }
 
-// Misdirected reports whether a request for host must be refused (421)
-// on a connection whose handshake named sni: the host's site verifies
-// client certificates, and the handshake was made under another site's
-// policy, so the client was never asked for the certificate this site
-// requires.
-func (t *Table) Misdirected(sni string, host []byte) bool {
-	p := t.Lookup(host)
-	return p.ClientAuth != NoClientCert && p != t.ForServerName(sni)
+// Site returns the policy of the site with that name (the site routing
+// chose for a request), or nil when the table has none by that name.
+func (t *Table) Site(name string) *Policy { return t.bySite[name] }
+
+// Misdirected reports whether a request for the site whose policy is p
+// must be refused (421) on a connection whose handshake named sni: the
+// site verifies client certificates, and the handshake was made under
+// another site's policy, so the client was never asked for the
+// certificate this site requires. p is the policy of the site routing
+// chose (Site), so that TLS and routing agree on the site.
+func (t *Table) Misdirected(p *Policy, sni string) bool {
+	return p != nil && p.ClientAuth != NoClientCert && p != t.ForServerName(sni)
 }
 
 // PerRequest reports whether any site needs work per request (HSTS,

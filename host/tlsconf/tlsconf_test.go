@@ -336,10 +336,10 @@ func TestClientAuth(t *testing.T) {
 			}
 			// A request for the mTLS site on a connection made for another
 			// site is misdirected; the reverse is fine.
-			if !table.Misdirected("open.test", []byte("req.test")) || !table.Misdirected("opt.test", []byte("req.test:8443")) {
+			if !table.Misdirected(table.Lookup([]byte("req.test")), "open.test") || !table.Misdirected(table.Lookup([]byte("req.test:8443")), "opt.test") {
 				t.Error("request for req.test on an open.test connection not misdirected")
 			}
-			if table.Misdirected("req.test", []byte("REQ.test:443")) || table.Misdirected("req.test", []byte("open.test")) {
+			if table.Misdirected(table.Lookup([]byte("REQ.test:443")), "req.test") || table.Misdirected(table.Lookup([]byte("open.test")), "req.test") {
 				t.Error("misdirected wrongly")
 			}
 		})

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,6 +19,8 @@ type Conn struct {
 	rd, wd deadline
 
 	ww writeWait // WriteWait's state; see writewait_unix.go
+
+	linger atomic.Bool // Close lingers (linger.go)
 }
 
 // deadline is one direction's deadline in Unix nanoseconds, 0 for none.

@@ -1,0 +1,29 @@
+// Package frontdoor is the request policy every engine applies before
+// anything else looks at a request: fasthttp (HTTP/1.1), net/http
+// (HTTP/2) and quic-go (HTTP/3) all hand their exchanges to one Door.
+//
+// Where it sits on the request path: engine → exchange adapter → Door →
+// route (host/route) → gateway → filters → native handler. A Door
+// decides, once per request and in this order:
+//
+//   - the HTTP version (505 for anything but 1.0, 1.1, 2 and 3);
+//   - the authority: an absolute-form target's authority replaces Host
+//     (RFC 9112, section 3.2.2) and the target becomes origin-form, so
+//     that routing, the TLS policy and mutual TLS all use the same name;
+//     a malformed or missing authority is a 400;
+//   - the client address (trusted_proxies), and the headers no client may
+//     set: the client-certificate identity headers, and X-Real-IP from an
+//     untrusted peer;
+//   - the request body limit (413);
+//   - the site, by authority; on TLS, the site's policy: a site that
+//     verifies client certificates refuses (421) a request on a
+//     connection whose handshake named another site; the identity header;
+//   - ACME HTTP-01 answers on plain connections;
+//   - after the handler: HSTS and Alt-Svc, unless the handler set its own.
+//
+// What is engine-specific stays in thin shims in host/listener.go (the
+// framing check of fasthttp's parser, lingering close, header timeouts).
+//
+// frontdoor imports exchange, route and tlsconf; it knows nothing of
+// engines, generations or config.
+package frontdoor
