@@ -21,7 +21,7 @@ type fastExchange struct {
 	cctx   context.Context
 	tls    bool
 	stream bool // body is a file or stream, not a buffer
-	conn          // the client address the front door decided (conn.go)
+	conn        // the client address the front door decided (conn.go)
 }
 
 var fastPool = sync.Pool{New: func() any { return new(fastExchange) }}
@@ -129,7 +129,7 @@ func (x *fastExchange) Peer() net.Addr { return x.ctx.RemoteAddr() }
 func (x *fastExchange) TLSConnectionState() *tls.ConnectionState {
 	return x.ctx.TLSConnectionState()
 }
-func (x *fastExchange) LocalAddr() net.Addr  { return x.ctx.LocalAddr() }
+func (x *fastExchange) LocalAddr() net.Addr { return x.ctx.LocalAddr() }
 
 func (x *fastExchange) RequestHeader(name string) []byte {
 	v := x.ctx.Request.Header.Peek(name)

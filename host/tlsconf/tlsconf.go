@@ -152,7 +152,7 @@ type Table struct {
 	policies []*Policy
 	exact    map[string]*Policy
 	bySite   map[string]*Policy // by site name, for the front door
-	wild     []wildcard // longest suffix first
+	wild     []wildcard         // longest suffix first
 	def      *Policy
 	strip    []string
 	perReq   bool
