@@ -7,6 +7,7 @@ PKGS  := ./...
 FUZZTIME  ?= 20s
 BENCHTIME ?= 1s
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null)
 
 .DEFAULT_GOAL := help
 
@@ -16,7 +17,7 @@ help: ## list the targets
 
 .PHONY: build
 build: ## build bin/sluice
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/sluice
+	$(GO) build -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o $(BIN) ./cmd/sluice
 
 .PHONY: run
 run: build ## serve examples/quickstart on http://127.0.0.1:8080

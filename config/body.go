@@ -19,6 +19,7 @@ type decoder struct {
 	ctx   *hcl.EvalContext
 	diags hcl.Diagnostics
 
+	secrets     map[string]bool // see Config.secrets
 	filterNames []string
 	meta        map[*Site]*siteMeta
 	reported    map[string]bool
@@ -50,13 +51,49 @@ func numText(v cty.Value) string {
 	return bf.Text('g', -1)
 }
 
-// resolve makes p absolute against the config file's directory.
+// resolve makes p absolute against the config file's directory. A
+// secret path stays one.
 func (d *decoder) resolve(p string) string {
 	if p == "" || filepath.IsAbs(p) {
 		return p
 	}
-	return filepath.Join(d.dir, p)
+	abs := filepath.Join(d.dir, p)
+	if d.secrets[p] {
+		d.secrets[abs] = true
+	}
+	return abs
 }
+
+// unmark returns v without marks, recording every string inside a value
+// marked secret (from env() or file()) in d.secrets.
+func (d *decoder) unmark(v cty.Value) cty.Value {
+	if !v.ContainsMarked() {
+		return v
+	}
+	v, marks := v.UnmarkDeepWithPaths()
+	for _, pm := range marks {
+		if !pm.Marks.Has(secret) {
+			continue
+		}
+		sub, err := pm.Path.Apply(v)
+		if err != nil {
+			continue
+		}
+		_ = cty.Walk(sub, func(_ cty.Path, x cty.Value) (bool, error) {
+			if x.IsKnown() && !x.IsNull() && x.Type() == cty.String && x.AsString() != "" {
+				if d.secrets == nil {
+					d.secrets = map[string]bool{}
+				}
+				d.secrets[x.AsString()] = true
+			}
+			return true, nil
+		})
+	}
+	return v
+}
+
+// isSecret reports whether s came from env() or file().
+func (d *decoder) isSecret(s string) bool { return d.secrets[s] }
 
 // body is one decoded block body: its attributes and child blocks, with
 // the helpers that read them into typed fields.
@@ -158,6 +195,7 @@ func (b *body) value(name string) (cty.Value, bool) {
 	}
 	v, diags := a.Expr.Value(b.d.ctx)
 	b.d.diags = append(b.d.diags, diags...)
+	v = b.d.unmark(v)
 	if diags.HasErrors() || v.IsNull() {
 		return cty.NilVal, false
 	}
@@ -434,6 +472,7 @@ func (b *body) keyRanges(name string) map[string]hcl.Range {
 	}
 	for _, item := range oc.Items {
 		kv, diags := item.KeyExpr.Value(b.d.ctx)
+		kv, _ = kv.Unmark()
 		if diags.HasErrors() || kv.IsNull() || !kv.IsKnown() {
 			continue
 		}
@@ -486,7 +525,7 @@ func (b *body) headers(name string, dst *map[string]string) bool {
 		if err := checkHeaderName(k); err != nil {
 			b.d.errorf(ranges[k], "Invalid header name", "%s.", err)
 			good = false
-		} else if err := checkHeaderValue(m[k]); err != nil {
+		} else if err := checkHeaderValue(m[k], b.d.isSecret(m[k])); err != nil {
 			b.d.errorf(ranges[k], "Invalid header value", "%s.", err)
 			good = false
 		}

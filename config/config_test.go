@@ -33,6 +33,9 @@ func golden(t *testing.T, path string, got []byte) {
 func testEnv(t *testing.T) {
 	t.Setenv("API_KEY", "sketch-secret-key")
 	t.Setenv("SLUICE_TEST_SET", "from-env")
+	t.Setenv("SLUICE_TEST_API_KEY", "env-secret-api-key")
+	t.Setenv("SLUICE_TEST_ADMIN_SECRET", "env-secret-admin-token")
+	t.Setenv("SLUICE_TEST_UPSTREAM_HOST", "env-secret-host.internal")
 	for _, name := range []string{"SLUICE_TEST_UNSET", "SLUICE_TEST_UNSET_KEY", "SLUICE_TEST_ADMIN_TOKEN"} {
 		t.Setenv(name, "")
 		os.Unsetenv(name)

@@ -177,7 +177,7 @@ func (d *decoder) telemetry(blk *hcl.Block) Telemetry {
 		if x.require("endpoint") && x.str("endpoint", &tr.Endpoint) {
 			u, err := url.Parse(tr.Endpoint)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				d.errorf(x.rng("endpoint"), "Invalid endpoint", "%q is not an http:// or https:// URL of an OTLP collector, like \"http://127.0.0.1:4318\".", tr.Endpoint)
+				d.errorf(x.rng("endpoint"), "Invalid endpoint", "%q is not an http:// or https:// URL of an OTLP collector, like \"http://127.0.0.1:4318\".", RedactURL(tr.Endpoint))
 			}
 		}
 		x.oneOf("protocol", &tr.Protocol, "http/protobuf", "grpc")
@@ -309,7 +309,7 @@ func (d *decoder) site(blk *hcl.Block) *Site {
 			"Site %q redirects to https but has no tls block to serve it.", s.Name)
 	}
 	if b.str("hsts", &s.HSTS) {
-		if err := checkHeaderValue(s.HSTS); err != nil {
+		if err := checkHeaderValue(s.HSTS, d.isSecret(s.HSTS)); err != nil {
 			d.errorf(b.rng("hsts"), "Invalid hsts", "%s.", err)
 		}
 	}
@@ -396,7 +396,7 @@ func (d *decoder) tls(blk *hcl.Block, s *Site) *TLS {
 		}
 		if x.str("directory", &a.Directory) {
 			if u, err := url.Parse(a.Directory); err != nil || u.Scheme != "https" || u.Host == "" {
-				d.errorf(x.rng("directory"), "Invalid directory", "%q is not an https:// URL of an ACME directory.", a.Directory)
+				d.errorf(x.rng("directory"), "Invalid directory", "%q is not an https:// URL of an ACME directory.", RedactURL(a.Directory))
 			}
 		}
 		if x.subset("challenges", &a.Challenges, "tls-alpn-01", "http-01") && len(a.Challenges) == 0 {
@@ -650,7 +650,7 @@ func (d *decoder) static(blk *hcl.Block) *Static {
 		x := d.content(cb.Body, "cache_control", cb.DefRange, []string{"html", "hashed", "default"})
 		for name, dst := range map[string]*string{"html": &s.CacheControl.HTML, "hashed": &s.CacheControl.Hashed, "default": &s.CacheControl.Default} {
 			if x.str(name, dst) {
-				if err := checkHeaderValue(*dst); err != nil {
+				if err := checkHeaderValue(*dst, d.isSecret(*dst)); err != nil {
 					d.errorf(x.rng(name), "Invalid header value", "%s.", err)
 				}
 			}
@@ -834,11 +834,12 @@ func (d *decoder) proxy(blk *hcl.Block) *Proxy {
 }
 
 // checkUpstream reports what is wrong with an upstream URL.
-func checkUpstream(s string) error {
+func checkUpstream(raw string) error {
+	s := RedactURL(raw) // messages reach logs and the reload answer
 	if !strings.Contains(s, "://") {
 		return fmt.Errorf("upstream %q has no scheme; write \"http://%s\"", s, s)
 	}
-	u, err := url.Parse(s)
+	u, err := url.Parse(raw)
 	if err != nil {
 		return fmt.Errorf("%q is not a URL; write one like \"http://127.0.0.1:9000\"", s)
 	}

@@ -65,6 +65,7 @@ func Parse(filename string, src []byte) (*Config, hcl.Diagnostics) {
 	}}
 	c := d.config(file.Body)
 	c.File = abs
+	c.secrets = d.secrets
 	sortDiagnostics(d.diags)
 	if d.diags.HasErrors() {
 		return nil, d.diags
@@ -72,8 +73,17 @@ func Parse(filename string, src []byte) (*Config, hcl.Diagnostics) {
 	return c, d.diags
 }
 
+// secret is the cty mark on what env() and file() return. Marks survive
+// templates and function calls ("Bearer ${env("T")}",
+// trimspace(file("key"))), so body.value knows which evaluated values
+// hold one and records them in decoder.secrets for Redacted.
+const secret = mark("secret")
+
+type mark string
+
 // envFunc is env(NAME) and env(NAME, DEFAULT): the value of an environment
-// variable; unset without a default is an error.
+// variable, marked secret (the default too); unset without a default is an
+// error.
 var envFunc = function.New(&function.Spec{
 	Description: "Returns the value of an environment variable, or the default when it is unset.",
 	Params:      []function.Parameter{{Name: "name", Type: cty.String}},
@@ -85,16 +95,17 @@ var envFunc = function.New(&function.Spec{
 		}
 		name := args[0].AsString()
 		if v, ok := os.LookupEnv(name); ok {
-			return cty.StringVal(v), nil
+			return cty.StringVal(v).Mark(secret), nil
 		}
 		if len(args) == 2 {
-			return args[1], nil
+			return args[1].Mark(secret), nil
 		}
 		return cty.NilVal, function.NewArgErrorf(0, "environment variable %q is not set (give env a second argument for a default)", name)
 	},
 })
 
-// fileFunc is file(PATH): the contents of a file, PATH relative to dir.
+// fileFunc is file(PATH): the contents of a file, marked secret, PATH
+// relative to dir.
 func fileFunc(dir string) function.Function {
 	return function.New(&function.Spec{
 		Description: "Returns the contents of a file, its path relative to the config file's directory.",
@@ -110,7 +121,7 @@ func fileFunc(dir string) function.Function {
 			if err != nil {
 				return cty.NilVal, function.NewArgErrorf(0, "cannot read %q: %s", p, ioReason(err))
 			}
-			return cty.StringVal(string(b)), nil
+			return cty.StringVal(string(b)).Mark(secret), nil
 		},
 	})
 }

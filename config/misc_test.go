@@ -116,8 +116,8 @@ func TestRedacted(t *testing.T) {
 		t.Fatal(diags)
 	}
 	j, _ = c.Redacted().JSON()
-	if strings.Contains(string(j), "not-a-real-token") || !strings.Contains(string(j), "{client_ip}") {
-		t.Errorf("want Authorization redacted and X-Real-IP kept:\n%s", j)
+	if strings.Contains(string(j), "not-a-real-token") || strings.Contains(string(j), "{client_ip}") || !strings.Contains(string(j), `"X-Real-IP": "(redacted)"`) {
+		t.Errorf("want every header value redacted and the names kept:\n%s", j)
 	}
 }
 
@@ -129,10 +129,10 @@ func TestDeepCopy(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	r := c.Redacted()
-	if !reflect.DeepEqual(c, r) {
-		t.Fatal("copy differs from the original (no secrets here)")
+	if cp := deepCopy(reflect.ValueOf(c)).Interface().(*Config); !reflect.DeepEqual(c, cp) {
+		t.Fatal("copy differs from the original")
 	}
+	r := c.Redacted()
 	r.Sites[0].Routes[0].Static.Index[0] = "changed"
 	r.Sites[0].Routes[0].Static.Headers["X"] = "y"
 	if c.Sites[0].Routes[0].Static.Index[0] == "changed" || c.Sites[0].Routes[0].Static.Headers["X"] == "y" {
@@ -190,5 +190,99 @@ func TestFormatDiagnostics(t *testing.T) {
 	}
 	if got := FormatDiagnostics(hcl.Diagnostics{nil, tests[0].diag}, nil); got != "f.hcl:2:7: Bad\n  Details here.\n" {
 		t.Errorf("without sources: %q", got)
+	}
+}
+
+// TestSecretsRedacted: /config (Redacted().JSON()) shows no secret of
+// testdata/valid/secrets.hcl, while the config itself holds them all.
+func TestSecretsRedacted(t *testing.T) {
+	testEnv(t)
+	c, diags := Load("testdata/valid/secrets.hcl")
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	secrets := []string{
+		"env-secret-api-key",       // env(), in traces headers and a respond body
+		"env-secret-admin-token",   // env(), the admin token
+		"env-secret-host.internal", // env(), in a plain string attribute
+		"file-secret-token",        // file(), inside a template in header_up
+		"query-secret-key",         // the traces endpoint's query
+		"acme-secret-password",     // user info of a URL
+		"acme-user",
+		"plain-header-value", // any header_up value
+	}
+	all, _ := c.JSON()
+	for _, s := range secrets {
+		if !strings.Contains(string(all), s) {
+			t.Errorf("the config lost %q", s)
+		}
+	}
+	j, err := c.Redacted().JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range secrets {
+		if strings.Contains(string(j), s) {
+			t.Errorf("/config shows %q", s)
+		}
+	}
+	for _, keep := range []string{
+		`"endpoint": "https://collector.example.com:4318/v1/traces?redacted"`,
+		`"directory": "https://redacted@acme.example.com/directory"`,
+		`"Authorization": "(redacted)"`,
+		`"X-Tenant": "(redacted)"`,
+		`"x-api-key": "(redacted)"`,
+		`"host_header": "(redacted)"`,
+		`"body": "(redacted)"`,
+	} {
+		if !strings.Contains(string(j), keep) {
+			t.Errorf("/config lacks %s", keep)
+		}
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://127.0.0.1:4318":                      "http://127.0.0.1:4318",
+		"https://h.example/v1/traces?api_key=s3cret": "https://h.example/v1/traces?redacted",
+		"https://u:p@h.example:8443/x":               "https://redacted@h.example:8443/x",
+		"https://u@h.example/?k=v#frag":              "https://redacted@h.example/?redacted",
+		"http://h.example/#token=s3cret":             "http://h.example/",
+		"://bad@x":                                   "(redacted)",
+		"not a url":                                  "not a url",
+		"h2c://127.0.0.1:9000":                       "h2c://127.0.0.1:9000",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestSecretsNotInDiagnostics: problems are reported without the secret
+// they concern (diagnostics reach logs and the answer to POST /reload).
+func TestSecretsNotInDiagnostics(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "token"), []byte("file-secret-token\n"), 0o600)
+	for name, c := range map[string]struct{ proxy, secret string }{
+		"header value from file() with a newline": {
+			`upstreams = ["http://127.0.0.1:9000"]
+			header_up {
+				set = { Authorization = "Bearer ${file("token")}" }
+			}`, "file-secret-token"},
+		"upstream with user info": {
+			`upstreams = ["http://user:url-secret-password@127.0.0.1:9000"]`, "url-secret-password"},
+		"upstream with a query": {
+			`upstreams = ["http://127.0.0.1:9000/?key=url-secret-key"]`, "url-secret-key"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			src := "site \"*\" {\n  route \"/\" {\n    proxy {\n" + c.proxy + "\n    }\n  }\n}\n"
+			_, diags := Parse(filepath.Join(dir, "sluice.hcl"), []byte(src))
+			if !diags.HasErrors() {
+				t.Fatal("want an error")
+			}
+			if strings.Contains(diags.Error(), c.secret) {
+				t.Errorf("the diagnostic shows the secret: %s", diags.Error())
+			}
+		})
 	}
 }

@@ -15,20 +15,24 @@ import (
 const redacted = "(redacted)"
 
 // Redacted returns a deep copy of c with secrets replaced by "(redacted)":
+//   - every string that came from env() or file(), whole or in part
+//     ("Bearer ${env("T")}"), wherever it went;
 //   - Admin.Token;
 //   - every Filter.Config other than "{}" and "null", whole (the copy holds
-//     the JSON string "(redacted)"), since a value that came from env() or
-//     file() cannot be told apart once evaluated;
-//   - every value of Telemetry.Traces.Headers, and any user info in its
-//     Endpoint;
-//   - the values of headers that commonly carry credentials (names holding
-//     "auth", "token", "key", "secret", "password", "cookie" or
-//     "session", any case) in proxy header_up/header_down, respond and
-//     static headers.
+//     the JSON string "(redacted)");
+//   - every header value: traces headers, proxy header_up and header_down,
+//     respond and static headers (the names stay);
+//   - the user info and the query of every URL (the traces endpoint, the
+//     ACME directory, upstreams), see RedactURL.
 //
-// File paths (certificate keys included) are not secrets and stay.
+// File paths (certificate keys included) are not secrets and stay, unless
+// they came from env() or file().
 func (c *Config) Redacted() *Config {
 	r := deepCopy(reflect.ValueOf(c)).Interface().(*Config)
+	r.secrets = c.secrets
+	if len(c.secrets) > 0 {
+		redactSecrets(reflect.ValueOf(r).Elem(), c.secrets)
+	}
 	if r.Admin != nil && r.Admin.Token != "" {
 		r.Admin.Token = redacted
 	}
@@ -38,16 +42,18 @@ func (c *Config) Redacted() *Config {
 		}
 	}
 	if t := r.Telemetry.Traces; t != nil {
-		for k := range t.Headers {
-			t.Headers[k] = redacted
-		}
-		if u, err := url.Parse(t.Endpoint); err == nil && u.User != nil {
-			t.Endpoint = u.Redacted()
-		}
+		redactHeaders(t.Headers)
+		t.Endpoint = RedactURL(t.Endpoint)
 	}
 	for _, s := range r.Sites {
+		if s.TLS != nil && s.TLS.ACME != nil {
+			s.TLS.ACME.Directory = RedactURL(s.TLS.ACME.Directory)
+		}
 		for _, rt := range s.Routes {
 			if p := rt.Proxy; p != nil {
+				for i := range p.Upstreams {
+					p.Upstreams[i].URL = RedactURL(p.Upstreams[i].URL)
+				}
 				for _, ops := range []*HeaderOps{p.HeaderUp, p.HeaderDown} {
 					if ops != nil {
 						redactHeaders(ops.Set)
@@ -66,14 +72,71 @@ func (c *Config) Redacted() *Config {
 	return r
 }
 
+// redactHeaders replaces every value of h: any header may carry a
+// credential, whatever its name.
 func redactHeaders(h map[string]string) {
 	for k := range h {
-		l := strings.ToLower(k)
-		for _, w := range []string{"auth", "token", "key", "secret", "password", "cookie", "session"} {
-			if strings.Contains(l, w) {
-				h[k] = redacted
-				break
+		h[k] = redacted
+	}
+}
+
+// RedactURL returns s with its user info and its query replaced by
+// "redacted" ("https://redacted@host/path?redacted"), for showing a URL
+// from the config in /config or a log line. Scheme, host and path stay.
+// A string that is not a URL but holds "@" or "?" is replaced whole.
+func RedactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		if strings.ContainsAny(s, "@?") {
+			return redacted
+		}
+		return s
+	}
+	if u.User == nil && u.RawQuery == "" && !u.ForceQuery && u.Fragment == "" {
+		return s
+	}
+	if u.User != nil {
+		u.User = url.User("redacted")
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = "redacted"
+	}
+	u.Fragment, u.RawFragment = "", ""
+	return u.String()
+}
+
+// redactSecrets replaces every string under v (a field, an element of a
+// slice, a map value; not map keys) that is one of secrets.
+func redactSecrets(v reflect.Value, secrets map[string]bool) {
+	switch v.Kind() {
+	case reflect.String:
+		if secrets[v.String()] && v.CanSet() {
+			v.SetString(redacted)
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			redactSecrets(v.Elem(), secrets)
+		}
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).IsExported() {
+				redactSecrets(v.Field(i), secrets)
 			}
+		}
+	case reflect.Slice:
+		if v.Type() == rawType {
+			return // filter configs: redacted whole
+		}
+		for i := 0; i < v.Len(); i++ {
+			redactSecrets(v.Index(i), secrets)
+		}
+	case reflect.Map:
+		// Map values cannot be set in place: redact a copy, store it back.
+		for it := v.MapRange(); it.Next(); {
+			e := reflect.New(v.Type().Elem()).Elem()
+			e.Set(it.Value())
+			redactSecrets(e, secrets)
+			v.SetMapIndex(it.Key(), e)
 		}
 	}
 }

@@ -31,6 +31,10 @@ type Config struct {
 	Filters []*Filter `json:"filters"`
 	// Sites holds the `site "NAME" {}` blocks in file order.
 	Sites []*Site `json:"sites"`
+
+	// secrets holds every string that came from env() or file(), whole
+	// or in part, as stored in the fields above: Redacted hides them.
+	secrets map[string]bool
 }
 
 // Filter returns the filter named name, or nil.

@@ -230,11 +230,15 @@ func checkHeaderName(s string) error {
 }
 
 // checkHeaderValue rejects values that would break the header framing.
-func checkHeaderValue(s string) error {
-	if strings.ContainsAny(s, "\r\n\x00") {
-		return fmt.Errorf("header value %q contains a line break or NUL", s)
+// A secret value (from env() or file()) is not quoted in the message.
+func checkHeaderValue(s string, hidden bool) error {
+	if !strings.ContainsAny(s, "\r\n\x00") {
+		return nil
 	}
-	return nil
+	if hidden {
+		return fmt.Errorf("header value from env() or file() contains a line break or NUL (trimspace() removes a final newline)")
+	}
+	return fmt.Errorf("header value %q contains a line break or NUL", s)
 }
 
 // suggest returns the candidate closest to s by edit distance when it is

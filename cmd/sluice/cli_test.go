@@ -133,6 +133,40 @@ func TestServeReloadAndDrain(t *testing.T) {
 	}
 }
 
+// TestReloadCommand: `sluice reload --admin ADDR` reloads a running
+// server through its admin API, which accepts the Host the command sends
+// (the address given, or a loopback name with the port).
+func TestReloadCommand(t *testing.T) {
+	dir := t.TempDir()
+	addr, aaddr := freeAddr(t), freeAddr(t)
+	_, aport, _ := net.SplitHostPort(aaddr)
+	conf := func(body string) {
+		src := fmt.Sprintf("admin {\n  listen = %q\n}\nsite \"*\" {\n  listen = [%q]\n  route \"/\" {\n    respond { body = %q }\n  }\n}\n", aaddr, addr, body)
+		if err := os.WriteFile(filepath.Join(dir, "sluice.hcl"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conf("one")
+	cmd, out := sluice(t, dir, "serve", "-c", "sluice.hcl")
+	if _, body := waitGet(t, "http://"+addr+"/"); body != "one" {
+		t.Fatalf("first config: %q", body)
+	}
+	for i, admin := range []string{aaddr, "localhost:" + aport} {
+		want := fmt.Sprint("v", i)
+		conf(want)
+		if rc := cmdReload([]string{"--admin", admin}); rc != 0 {
+			t.Fatalf("sluice reload --admin %s: exit %d; output:\n%s", admin, rc, out)
+		}
+		if _, body := waitGet(t, "http://"+addr+"/"); body != want {
+			t.Fatalf("after sluice reload --admin %s: %q, want %q", admin, body, want)
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if rc := waitExit(t, cmd, out); rc != 0 {
+		t.Fatalf("exit %d after SIGTERM; output:\n%s", rc, out)
+	}
+}
+
 // TestNoArgsServesCurrentDirectory: `sluice` alone serves the working
 // directory on 127.0.0.1:8080 and says so on stderr. The port may be taken
 // on a shared machine, so the test only runs when it is free.

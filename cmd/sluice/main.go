@@ -8,9 +8,6 @@ import (
 	"os"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
-
 type command struct {
 	name, args, summary string
 	run                 func(args []string) int
@@ -26,7 +23,7 @@ func init() {
 		{"validate", "-c FILE.hcl", "check a config (and compile its filters); print FILE:LINE:COL problems", cmdValidate},
 		{"fmt", "[-w] FILE.hcl", "print (or rewrite) a config in canonical format", cmdFmt},
 		{"reload", "[--admin ADDR]", "ask a running server to reload its config", cmdReload},
-		{"version", "", "print the version", cmdVersion},
+		{"version", "", "print the version, the commit and the Go version", cmdVersion},
 		{"help", "[COMMAND]", "show help", cmdHelp},
 	}
 }
@@ -57,7 +54,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintf(os.Stderr, "sluice %s: a programmable web server\n\nUsage:\n  sluice [COMMAND] [FLAGS]\n\nCommands:\n", version)
+	fmt.Fprintf(os.Stderr, "%s: a programmable web server\n\nUsage:\n  sluice [COMMAND] [FLAGS]\n\nCommands:\n", versionLine())
 	for _, c := range commands {
 		fmt.Fprintf(os.Stderr, "  %-12s %s\n", c.name, c.summary)
 	}
@@ -90,6 +87,6 @@ func cmdVersion(args []string) int {
 		}
 		return 2
 	}
-	fmt.Println("sluice", version)
+	fmt.Println(versionLine())
 	return 0
 }

@@ -48,9 +48,10 @@ type Server struct {
 	mux  *http.ServeMux
 	http *http.Server
 
-	mu   sync.Mutex
-	ln   net.Listener
-	done chan struct{}
+	mu    sync.Mutex
+	ln    net.Listener
+	done  chan struct{}
+	names origins // the Host and Origin values accepted; bound after Start
 }
 
 // DefaultListen is the admin address when Options.Listen is empty.
@@ -67,7 +68,7 @@ func New(o Options) (*Server, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	s := &Server{o: o, mux: http.NewServeMux()}
+	s := &Server{o: o, mux: http.NewServeMux(), names: newOrigins(o.Listen, nil)}
 	s.mux.HandleFunc("/healthz", s.healthz)
 	s.mux.HandleFunc("/readyz", s.readyz)
 	s.mux.HandleFunc("/metrics", s.metrics)
@@ -87,12 +88,28 @@ func New(o Options) (*Server, error) {
 	return s, nil
 }
 
-// Handler returns the admin API as an http.Handler (the token check
-// included), for tests and for mounting elsewhere.
+// Handler returns the admin API as an http.Handler (the Host, Origin and
+// token checks included), for tests and for mounting elsewhere.
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
+		s.mu.Lock()
+		names := s.names
+		s.mu.Unlock()
+		// A page on another site must not reach the API through the
+		// visitor's browser: DNS rebinding shows up as a foreign Host,
+		// a cross-site request as a foreign Origin (as Caddy's admin).
+		if !names.host(r.Host) {
+			s.o.Log.Warn("admin request refused: host not allowed", "host", r.Host, "remote", r.RemoteAddr)
+			http.Error(w, "host not allowed", http.StatusForbidden)
+			return
+		}
+		if o, ok := r.Header["Origin"]; ok && !names.origin(o) {
+			s.o.Log.Warn("admin request refused: origin not allowed", "origin", strings.Join(o, ", "), "remote", r.RemoteAddr)
+			http.Error(w, "origin not allowed", http.StatusForbidden)
+			return
+		}
 		if s.o.Token != "" && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !s.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sluice admin"`)
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
@@ -123,6 +140,7 @@ func (s *Server) Start() error {
 		return fmt.Errorf("admin: %w", err)
 	}
 	s.ln, s.done = ln, make(chan struct{})
+	s.names = newOrigins(s.o.Listen, ln.Addr())
 	if !loopback(ln.Addr()) && s.o.Token == "" {
 		s.o.Log.Warn("admin API listens beyond loopback without a token: anyone who reaches it can reload and read the config", "address", ln.Addr().String())
 	}

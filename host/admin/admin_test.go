@@ -3,6 +3,7 @@ package admin
 import (
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -41,6 +42,13 @@ func newTestServer(t *testing.T, token string) (*Server, *atomic.Bool, *atomic.V
 
 type errBox struct{ error }
 
+// newRequest is httptest.NewRequest with the Host a local client sends.
+func newRequest(method, path string) *http.Request {
+	r := httptest.NewRequest(method, path, nil)
+	r.Host = "127.0.0.1:2019"
+	return r
+}
+
 func TestEndpoints(t *testing.T) {
 	s, ready, reloadErr := newTestServer(t, "")
 	h := s.Handler()
@@ -72,7 +80,7 @@ func TestEndpoints(t *testing.T) {
 				c.setup()
 			}
 			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, nil))
+			h.ServeHTTP(rec, newRequest(c.method, c.path))
 			if rec.Code != c.status {
 				t.Errorf("status %d, want %d (%s)", rec.Code, c.status, rec.Body)
 			}
@@ -93,13 +101,13 @@ func TestDisabledParts(t *testing.T) {
 	}
 	for path, want := range map[string]int{"/metrics": 404, "/config": 404, "/filters": 200, "/readyz": 200} {
 		rec := httptest.NewRecorder()
-		s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		s.Handler().ServeHTTP(rec, newRequest("GET", path))
 		if rec.Code != want {
 			t.Errorf("%s: %d, want %d", path, rec.Code, want)
 		}
 	}
 	rec := httptest.NewRecorder()
-	s.Handler().ServeHTTP(rec, httptest.NewRequest("POST", "/reload", nil))
+	s.Handler().ServeHTTP(rec, newRequest("POST", "/reload"))
 	if rec.Code != 501 {
 		t.Errorf("reload without a func: %d, want 501", rec.Code)
 	}
@@ -125,7 +133,7 @@ func TestToken(t *testing.T) {
 		if c.path == "/reload" {
 			method = "POST"
 		}
-		req := httptest.NewRequest(method, c.path, nil)
+		req := newRequest(method, c.path)
 		if c.auth != "" {
 			req.Header.Set("Authorization", c.auth)
 		}
@@ -171,5 +179,135 @@ func TestStartClose(t *testing.T) {
 func TestBadListen(t *testing.T) {
 	if _, err := New(Options{Listen: "nonsense"}); err == nil {
 		t.Error("listen \"nonsense\" accepted")
+	}
+}
+
+// TestHostOrigin: the admin API answers only requests that name it, so
+// a page elsewhere cannot drive it through a browser (DNS rebinding: a
+// foreign Host; cross-site requests: a foreign Origin).
+func TestHostOrigin(t *testing.T) {
+	type tc struct {
+		name, method, path, host, origin string
+		status                           int
+	}
+	var reloads atomic.Int32
+	start := func(t *testing.T, listen string) (*Server, string) {
+		s, err := New(Options{
+			Listen: listen,
+			Token:  "t", // quiets the beyond-loopback warning
+			Reload: func() error { reloads.Add(1); return nil },
+			Config: func() any { return jsonValue{} },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		_, port, _ := net.SplitHostPort(s.Addr().String())
+		return s, port
+	}
+	run := func(t *testing.T, s *Server, cases []tc) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				r := httptest.NewRequest(c.method, c.path, nil)
+				r.Host = c.host
+				r.Header.Set("Authorization", "Bearer t")
+				if c.origin != "" {
+					r.Header.Set("Origin", c.origin)
+				}
+				before := reloads.Load()
+				rec := httptest.NewRecorder()
+				s.Handler().ServeHTTP(rec, r)
+				if rec.Code != c.status {
+					t.Errorf("%s %s Host %q Origin %q: %d, want %d (%s)", c.method, c.path, c.host, c.origin, rec.Code, c.status, rec.Body)
+				}
+				if rec.Code == 403 && reloads.Load() != before {
+					t.Error("refused, but the reload ran")
+				}
+			})
+		}
+	}
+
+	t.Run("loopback", func(t *testing.T) {
+		s, port := start(t, "127.0.0.1:0")
+		run(t, s, []tc{
+			// The attack of the report, verbatim.
+			{"rebinding attack", "POST", "/reload", "attacker.example", "http://attacker.example", 403},
+			{"foreign host with our port", "POST", "/reload", "attacker.example:" + port, "", 403},
+			{"foreign origin", "POST", "/reload", "127.0.0.1:" + port, "http://attacker.example", 403},
+			{"foreign origin with our port", "POST", "/reload", "127.0.0.1:" + port, "http://attacker.example:" + port, 403},
+			{"foreign https origin", "POST", "/reload", "127.0.0.1:" + port, "https://attacker.example", 403},
+			{"foreign origin GET config", "GET", "/config", "127.0.0.1:" + port, "http://attacker.example", 403},
+			{"foreign host GET config", "GET", "/config", "attacker.example:" + port, "", 403},
+			{"foreign origin GET healthz", "GET", "/healthz", "127.0.0.1:" + port, "http://attacker.example", 403},
+			{"null origin", "POST", "/reload", "127.0.0.1:" + port, "null", 403},
+			{"origin of another local port", "POST", "/reload", "127.0.0.1:" + port, "http://localhost:1", 403},
+			{"lookalike origin", "POST", "/reload", "127.0.0.1:" + port, "http://localhost.attacker.example:" + port, 403},
+			{"host of another port", "POST", "/reload", "127.0.0.1:1", "", 403},
+			{"host without port", "POST", "/reload", "127.0.0.1", "", 403},
+			{"other IP", "POST", "/reload", "10.0.0.1:" + port, "", 403},
+			{"bound address", "POST", "/reload", "127.0.0.1:" + port, "", 200},
+			{"localhost", "POST", "/reload", "localhost:" + port, "", 200},
+			{"LOCALHOST.", "POST", "/reload", "LOCALHOST.:" + port, "", 200},
+			{"ipv6 loopback", "POST", "/reload", "[::1]:" + port, "", 200},
+			{"other loopback IP", "GET", "/config", "127.0.0.2:" + port, "", 200},
+			{"own origin", "POST", "/reload", "127.0.0.1:" + port, "http://127.0.0.1:" + port, 200},
+			{"localhost origin", "GET", "/config", "localhost:" + port, "http://localhost:" + port, 200},
+			{"ipv6 origin", "GET", "/config", "[::1]:" + port, "http://[::1]:" + port, 200},
+			{"healthz", "GET", "/healthz", "localhost:" + port, "", 200},
+		})
+	})
+	t.Run("all interfaces", func(t *testing.T) {
+		s, port := start(t, "0.0.0.0:0")
+		run(t, s, []tc{
+			{"rebinding attack", "POST", "/reload", "attacker.example", "http://attacker.example", 403},
+			{"foreign name with our port", "POST", "/reload", "attacker.example:" + port, "", 403},
+			{"foreign origin", "GET", "/config", "192.0.2.7:" + port, "http://attacker.example:" + port, 403},
+			{"an address of ours", "POST", "/reload", "192.0.2.7:" + port, "", 200},
+			{"ipv6 address", "GET", "/config", "[2001:db8::7]:" + port, "http://[2001:db8::7]:" + port, 200},
+			{"localhost", "POST", "/reload", "localhost:" + port, "", 200},
+		})
+	})
+	t.Run("named", func(t *testing.T) {
+		s, port := start(t, "localhost:0")
+		run(t, s, []tc{
+			{"rebinding attack", "POST", "/reload", "attacker.example", "http://attacker.example", 403},
+			{"localhost", "POST", "/reload", "localhost:" + port, "http://localhost:" + port, 200},
+		})
+	})
+}
+
+// TestRebindingOverTCP sends the reported attack to a listening admin
+// API: refused, and the reload does not run.
+func TestRebindingOverTCP(t *testing.T) {
+	var reloads atomic.Int32
+	s, err := New(Options{Listen: "127.0.0.1:0", Reload: func() error { reloads.Add(1); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	post := func(host, origin string) int {
+		req, _ := http.NewRequest("POST", "http://"+s.Addr().String()+"/reload", nil)
+		req.Host = host
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := post("attacker.example", "http://attacker.example"); got != 403 || reloads.Load() != 0 {
+		t.Errorf("attack: %d, %d reloads; want 403 and none", got, reloads.Load())
+	}
+	if got := post("", ""); got != 200 || reloads.Load() != 1 {
+		t.Errorf("local client: %d, %d reloads; want 200 and one", got, reloads.Load())
 	}
 }

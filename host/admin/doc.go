@@ -2,6 +2,13 @@
 // /config, /filters and POST /reload, on a listener of its own (loopback
 // by default), optionally behind a bearer token.
 //
+// Every request must name the listener (origin.go): a Host that is not
+// the listener's address, as configured or as bound, or a loopback name
+// with its port, is refused with 403, and so is an Origin that is not
+// one of those; an absent Origin (curl, `sluice reload`) passes. That
+// shuts out DNS rebinding and cross-site requests from a browser, as
+// Caddy's admin API does.
+//
 // Where it sits: beside the request path, not on it. It is a plain
 // net/http server; what it reports comes from functions the host gives it
 // (the running config, the filter pools, readiness, a reload), so it

@@ -92,7 +92,8 @@ func NewTracing(o TracingOptions) (*Tracing, error) {
 func newExporter(o TracingOptions) (sdktrace.SpanExporter, error) {
 	u, err := url.Parse(o.Endpoint)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, fmt.Errorf("traces: endpoint %q: want http://HOST:PORT or https://HOST:PORT", o.Endpoint)
+		// The endpoint is not quoted: its user info or query may hold a key.
+		return nil, fmt.Errorf("traces: endpoint: want http://HOST:PORT or https://HOST:PORT")
 	}
 	ctx := context.Background()
 	switch o.Protocol {

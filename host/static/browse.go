@@ -40,7 +40,7 @@ func (h *Handler) list(x exchange.Exchange, name string, head bool) error {
 	items := make([]listItem, 0, len(ents))
 	for _, de := range ents {
 		n := de.Name()
-		if !h.opts.Dotfiles && strings.HasPrefix(n, ".") {
+		if !h.opts.Dotfiles && (strings.HasPrefix(n, ".") || hiddenTarget(h.root, path.Join(rel, n))) {
 			continue
 		}
 		// Stat through the root: symlinks are followed, but only inside it.

@@ -13,7 +13,8 @@
 // What it does, in request order: method check (GET, HEAD; OPTIONS is
 // 204; others 405 with Allow); StripPrefix; percent-decoding once and
 // cleaning the path (NUL is 400, an encoded slash or any backslash is
-// 404, ".." never climbs above the root); dotfile refusal; lookup in the
+// 404, ".." never climbs above the root); dotfile refusal (on the slow
+// path also for what symlinks point at, symlink.go); lookup in the
 // open-file cache; then content-coding negotiation (precompressed
 // sidecars, on-the-fly zstd/brotli/gzip), conditional requests (RFC 9110
 // §13 in its order of precedence), byte ranges (single, suffix, open,

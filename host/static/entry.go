@@ -186,6 +186,9 @@ func (h *Handler) isRacy(id fsstat.ID) bool {
 // there is a regular file.
 func (h *Handler) sidecarFor(rel string, enc int) (v *variant, racy bool) {
 	name := rel + encodings[enc].ext
+	if !h.opts.Dotfiles && hiddenTarget(h.root, name) {
+		return nil, false
+	}
 	f, err := h.root.Open(name)
 	if err != nil {
 		return nil, false

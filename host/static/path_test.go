@@ -2,6 +2,7 @@ package static
 
 import (
 	"net/url"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -103,4 +104,45 @@ func FuzzCleanPath(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestHiddenTarget(t *testing.T) {
+	dir := writeTree(t, map[string]string{".secret": "s", "a/b.txt": "b", ".well-known/x": "x"})
+	for link, target := range map[string]string{
+		"l":     ".secret",
+		"ok":    "a/b.txt",
+		"abs":   filepath.Join(dir, "a/b.txt"),
+		"loop1": "loop2",
+		"loop2": "loop1",
+		"a/up":  "../.secret",
+		"a/wk":  "../.well-known/x",
+		"a/dot": "./b.txt",
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, filepath.FromSlash(link))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	for name, want := range map[string]bool{
+		"/a/b.txt":      false,
+		"/ok":           false,
+		"/missing/x":    false,
+		"/l":            true,
+		"/a/up":         true,
+		"/a/dot":        false,
+		"/abs":          true, // os.Root refuses it anyway
+		"/loop1":        true,
+		"/.secret":      true,
+		"/a/wk":         false,
+		"/.well-known/": false,
+		"/":             false,
+	} {
+		if got := hiddenTarget(root, name); got != want {
+			t.Errorf("hiddenTarget(%q) = %v, want %v", name, got, want)
+		}
+	}
 }

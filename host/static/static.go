@@ -355,6 +355,9 @@ func (h *Handler) setExtra(x exchange.Exchange) {
 // next request), a directory (redirect, index, listing) or nothing
 // (fallback, 404).
 func (h *Handler) slow(x exchange.Exchange, name string, head bool) error {
+	if !h.opts.Dotfiles && hiddenTarget(h.root, name) {
+		return h.fail(x, http.StatusNotFound, head) // as a dotfile asked for
+	}
 	fi, err := h.root.Stat(relName(name))
 	switch {
 	case err != nil:
@@ -364,6 +367,9 @@ func (h *Handler) slow(x exchange.Exchange, name string, head bool) error {
 			return h.redirectDir(x, name+"/")
 		}
 		for _, idx := range h.index {
+			if !h.opts.Dotfiles && hiddenTarget(h.root, name+idx) {
+				continue
+			}
 			e, err := h.entryFor(name + idx)
 			if err == nil {
 				return h.serveFile(x, e, head, http.StatusOK, 1)

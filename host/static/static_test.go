@@ -86,6 +86,81 @@ func TestPaths(t *testing.T) {
 	})
 }
 
+// TestDotfileSymlinks: the dotfile rule holds for what a symlink inside
+// the root points at, every component of it: a link to a dotfile, a link
+// to a dot directory, a chain of links through one, an index file or a
+// precompressed sidecar that is such a link. Links to ordinary files
+// and to .well-known still serve, and with dotfiles = true all do.
+func TestDotfileSymlinks(t *testing.T) {
+	tree := func(t *testing.T) string {
+		dir := writeTree(t, map[string]string{
+			".secret":                  "top secret",
+			".git/config":              "[core]",
+			".env.gz":                  "gzipped secret",
+			"style.css":                "body{}",
+			"app.js":                   "plain js",
+			"sub/x.txt":                "x",
+			".well-known/security.txt": "Contact: x",
+			"idx/":                     "",
+		})
+		for link, target := range map[string]string{
+			"link":           ".secret",
+			"d":              ".git",
+			"sub/up":         "../.secret",
+			"chain":          "sub/chained",
+			"sub/chained":    "../d/config",
+			"idx/index.html": "../.secret",
+			"app.js.gz":      ".env.gz",
+			"ok.css":         "style.css",
+			"subdir":         "sub",
+			"wk":             ".well-known/security.txt",
+		} {
+			must(t, os.Symlink(target, filepath.Join(dir, filepath.FromSlash(link))))
+		}
+		return dir
+	}
+	notFound := func(name, p string) tc { return tc{name: name, path: p, status: 404} }
+	h := newHandler(t, Options{Root: tree(t), Browse: true, Precompressed: []string{"gzip"}})
+	runCases(t, h, []tc{
+		notFound("link to a dotfile", "/link"),
+		notFound("link to a dot dir", "/d/config"),
+		notFound("link to a dot dir, listing", "/d/"),
+		notFound("link with dot-dot to a dotfile", "/sub/up"),
+		notFound("chain through a dot dir", "/chain"),
+		{name: "index file linking to a dotfile", path: "/idx/", status: 200, // the listing
+			check: func(t *testing.T, _ *http.Response, body []byte) {
+				if strings.Contains(string(body), "top secret") || strings.Contains(string(body), "index.html") {
+					t.Errorf("serves or lists the index that links to a dotfile: %s", body)
+				}
+			}},
+		{name: "sidecar linking to a dotfile", path: "/app.js", hdr: map[string]string{"Accept-Encoding": "gzip"},
+			status: 200, body: str("plain js")},
+		{name: "link to a file", path: "/ok.css", status: 200, body: str("body{}")},
+		{name: "link to a dir", path: "/subdir/x.txt", status: 200, body: str("x")},
+		{name: "link into .well-known", path: "/wk", status: 200, body: str("Contact: x")},
+		{name: "listing leaves links to dotfiles out", path: "/?format=json", status: 200,
+			check: func(t *testing.T, _ *http.Response, body []byte) {
+				for _, n := range []string{`"link"`, `"d"`, `"chain"`} {
+					if strings.Contains(string(body), n) {
+						t.Errorf("listing shows %s: %s", n, body)
+					}
+				}
+				if !strings.Contains(string(body), `"ok.css"`) {
+					t.Errorf("listing lacks ok.css: %s", body)
+				}
+			}},
+	})
+	h = newHandler(t, Options{Root: tree(t)})
+	runCases(t, h, []tc{
+		notFound("index file linking to a dotfile, no listing", "/idx/"),
+	})
+	h = newHandler(t, Options{Root: tree(t), Dotfiles: true})
+	runCases(t, h, []tc{
+		{name: "dotfiles on: link to a dotfile", path: "/link", status: 200, body: str("top secret")},
+		{name: "dotfiles on: link to a dot dir", path: "/d/config", status: 200, body: str("[core]")},
+	})
+}
+
 func TestDotfilesEnabled(t *testing.T) {
 	h := newHandler(t, Options{Root: writeTree(t, site), Dotfiles: true})
 	runCases(t, h, []tc{
