@@ -181,7 +181,11 @@ func (s *Server) dispatch(addr string) exchange.Handler {
 		if site == nil {
 			return errNotFound
 		}
-		r := site.Route(x.Path())
+		p, err := canonicalPath(x, site) // path.go
+		if err != nil {
+			return err
+		}
+		r := site.Match(p)
 		if r == nil {
 			if site.NotFound != nil {
 				return site.NotFound.ServeExchange(x)

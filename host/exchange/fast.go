@@ -20,6 +20,7 @@ type fastExchange struct {
 	cctx   context.Context
 	tls    bool
 	stream bool // body is a file or stream, not a buffer
+	rawPaths
 }
 
 var fastPool = sync.Pool{New: func() any { return new(fastExchange) }}

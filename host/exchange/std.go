@@ -33,6 +33,7 @@ type stdExchange struct {
 	reader     io.Reader // SendReader's body; streamSize is its size
 
 	upgraded bool
+	rawPaths
 }
 
 var stdPool = sync.Pool{New: func() any { return new(stdExchange) }}
