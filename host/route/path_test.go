@@ -225,7 +225,8 @@ func TestForwardable(t *testing.T) {
 		{"/api/..%2Fpapi/secret", false}, // a dot piece
 		{"/api/x%2F..%2F..%2Fpapi", false},
 		{"/api//x", false},
-		{"/a%2Fb/x", false}, // a prefix with an escape is matched on the canonical path
+		{"/a%2Fb/x", false}, // prefix "/a%2Fb/" is "/a/b/"; raw taken literally is "/"
+		{"/b%20c/x", false}, // prefix "/b c/"; raw taken literally is "/"
 	}
 	for _, c := range cases {
 		canon, err := Canonical([]byte(c.raw))
@@ -256,6 +257,9 @@ func TestRouteBoundaries(t *testing.T) {
 		{"/papi%2fsecret.txt", "/papi/"},
 		{"/%70api/secret.txt", "/papi/"},
 		{"/api/x", "/api/"},
+		{"/b%20c/x", "/b c/"},
+		{"/a/b/x", "/a%2Fb/"}, // the prefix is matched canonical too
+		{"/a%2fb/x", "/a%2Fb/"},
 	}
 	for _, c := range cases {
 		got := ""

@@ -12,12 +12,14 @@ import (
 type Route struct {
 	// Prefix is the path prefix, starting with "/", matched on segment
 	// boundaries: "/api" matches "/api" and "/api/x" but not "/apix"; a
-	// prefix ending in "/" also matches the path without it. It is
-	// compared with the canonical path (decoded: a prefix holds no
-	// escapes).
+	// prefix ending in "/" also matches the path without it. Prefix and
+	// request path are compared in their canonical forms ("/a%20b"
+	// matches "/a b/x" and "/a%20b/x").
 	Prefix string
 	// Handler serves the matched requests (filters included).
 	Handler exchange.Handler
+
+	canon string // Prefix as Canonical reads it ("/a%20b" is "/a b"); set by NewTable
 }
 
 // Site is a virtual host with its routes.
@@ -60,8 +62,14 @@ func NewTable(sites []*Site) (*Table, error) {
 	t := &Table{exact: make(map[string]*Site)}
 	for _, s := range sites {
 		s.routes = append([]*Route(nil), s.Routes...)
+		for _, r := range s.routes {
+			r.canon = r.Prefix
+			if c, err := Canonical([]byte(r.Prefix)); err == nil {
+				r.canon = string(c)
+			}
+		}
 		sort.SliceStable(s.routes, func(i, j int) bool {
-			return len(s.routes[i].Prefix) > len(s.routes[j].Prefix)
+			return len(s.routes[i].canon) > len(s.routes[j].canon)
 		})
 		if s.Default {
 			if t.def != nil {
@@ -157,7 +165,7 @@ func (s *Site) Route(raw []byte) *Route {
 // Canonical, or nil when no route matches. It allocates nothing.
 func (s *Site) Match(p []byte) *Route {
 	for _, r := range s.routes {
-		if hasPrefix(p, r.Prefix) {
+		if hasPrefix(p, r.canon) {
 			return r
 		}
 	}
