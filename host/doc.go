@@ -10,7 +10,10 @@
 //	  → engine: fasthttp for HTTP/1.1, net/http for HTTP/2, quic-go for
 //	    HTTP/3 (h3.go), all wrapped in one exchange.Exchange [host/exchange]
 //	  → current generation, one atomic load          (server.go: dispatch)
-//	  → site by Host, route by longest path prefix   [host/route]
+//	  → site by Host; the one canonical path (decoded once, dot segments
+//	    resolved; malformed is 400), which every later stage sees
+//	                                                 (path.go, [host/route])
+//	  → route by longest path prefix                 [host/route]
 //	  → allow/deny, rate limit                       [host/gateway]
 //	  → request filters in declared order (Wasm)     [host/chain → runtime]
 //	  → native handler: static files or proxy        [host/static, host/proxy]

@@ -191,7 +191,11 @@ func (s *Server) dispatch(l *listener) exchange.Handler {
 			return errNotFound
 		}
 		return d.Serve(x, l.altSvc(), func(site *route.Site) error {
-			r := site.Route(x.Path())
+			p, err := canonicalPath(x, site) // path.go
+			if err != nil {
+				return err
+			}
+			r := site.Match(p)
 			if r == nil {
 				if site.NotFound != nil {
 					return site.NotFound.ServeExchange(x)

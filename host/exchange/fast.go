@@ -22,6 +22,7 @@ type fastExchange struct {
 	tls    bool
 	stream bool // body is a file or stream, not a buffer
 	conn        // the client address the front door decided (conn.go)
+	rawPaths
 }
 
 var fastPool = sync.Pool{New: func() any { return new(fastExchange) }}

@@ -35,6 +35,7 @@ type stdExchange struct {
 
 	upgraded bool
 	conn     // the client address the front door decided (conn.go)
+	rawPaths
 }
 
 var stdPool = sync.Pool{New: func() any { return new(stdExchange) }}

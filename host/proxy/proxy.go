@@ -609,13 +609,16 @@ func (s *state) start(x exchange.Exchange, cl int64) {
 		}
 		s.body = &s.lim
 	}
-	// Path and query, the prefix stripped.
-	path, q := x.Path(), x.Query()
-	if p := s.h.strip; len(p) > 0 && hasPrefix(path, p) {
-		if len(path) == len(p) || p[len(p)-1] == '/' || path[len(p)] == '/' {
-			path = path[len(p):]
+	// Path and query, the prefix stripped. The path as the client sent
+	// it goes instead of the canonical one where the host marked it safe
+	// (exchange.RawPath) and the prefix strips from both alike.
+	path, stripped := stripPrefix(x.Path(), s.h.strip)
+	if raw := exchange.RawPath(x); raw != nil {
+		if r, ok := stripPrefix(raw, s.h.strip); ok == stripped {
+			path = r
 		}
 	}
+	q := x.Query()
 	s.uri = s.uri[:0]
 	if len(path) == 0 || path[0] != '/' {
 		s.uri = append(s.uri, '/')
@@ -637,6 +640,17 @@ func (s *state) finish() {
 	if cap(s.uri) > 16<<10 {
 		s.uri = nil
 	}
+}
+
+// stripPrefix removes p from path at a segment boundary and reports
+// whether it did.
+func stripPrefix(path, p []byte) ([]byte, bool) {
+	if len(p) > 0 && hasPrefix(path, p) {
+		if len(path) == len(p) || p[len(p)-1] == '/' || path[len(p)] == '/' {
+			return path[len(p):], true
+		}
+	}
+	return path, false
 }
 
 func hasPrefix(b, p []byte) bool { return len(b) >= len(p) && string(b[:len(p)]) == string(p) }

@@ -2,8 +2,6 @@ package route
 
 import (
 	"fmt"
-	"net/url"
-	"path"
 	"sort"
 	"strings"
 
@@ -14,10 +12,14 @@ import (
 type Route struct {
 	// Prefix is the path prefix, starting with "/", matched on segment
 	// boundaries: "/api" matches "/api" and "/api/x" but not "/apix"; a
-	// prefix ending in "/" also matches the path without it.
+	// prefix ending in "/" also matches the path without it. Prefix and
+	// request path are compared in their canonical forms ("/a%20b"
+	// matches "/a b/x" and "/a%20b/x").
 	Prefix string
 	// Handler serves the matched requests (filters included).
 	Handler exchange.Handler
+
+	canon string // Prefix as Canonical reads it ("/a%20b" is "/a b"); set by NewTable
 }
 
 // Site is a virtual host with its routes.
@@ -60,8 +62,14 @@ func NewTable(sites []*Site) (*Table, error) {
 	t := &Table{exact: make(map[string]*Site)}
 	for _, s := range sites {
 		s.routes = append([]*Route(nil), s.Routes...)
+		for _, r := range s.routes {
+			r.canon = r.Prefix
+			if c, err := Canonical([]byte(r.Prefix)); err == nil {
+				r.canon = string(c)
+			}
+		}
 		sort.SliceStable(s.routes, func(i, j int) bool {
-			return len(s.routes[i].Prefix) > len(s.routes[j].Prefix)
+			return len(s.routes[i].canon) > len(s.routes[j].canon)
 		})
 		if s.Default {
 			if t.def != nil {
@@ -142,18 +150,36 @@ func (t *Table) Site(host []byte) *Site {
 	return t.def
 }
 
-// Route returns the route of s for a request path (as sent, not decoded),
-// or nil when no route matches.
-func (s *Site) Route(p []byte) *Route {
-	if !clean(p) {
-		p = []byte(Clean(string(p)))
+// Route returns the route of s for a request path as sent, or nil when no
+// route matches or Canonical refuses the path. It is Match of the
+// canonical path, computed here.
+func (s *Site) Route(raw []byte) *Route {
+	p, err := Canonical(raw)
+	if err != nil {
+		return nil
 	}
+	return s.Match(p)
+}
+
+// Match returns the route of s for p taken literally, a path from
+// Canonical, or nil when no route matches. It allocates nothing.
+func (s *Site) Match(p []byte) *Route {
 	for _, r := range s.routes {
-		if hasPrefix(p, r.Prefix) {
+		if hasPrefix(p, r.canon) {
 			return r
 		}
 	}
 	return nil
+}
+
+// Forwardable reports whether raw, a request path as sent, may go
+// upstream in place of canon, its canonical form: raw is RawSafe, and raw
+// taken literally (escapes, "%2F" included, not decoded) matches the
+// same route of s as canon. Then an upstream that keeps "%2F" inside a
+// segment and one that decodes it both see a path of the route that was
+// chosen, allowed and filtered.
+func (s *Site) Forwardable(raw, canon []byte) bool {
+	return RawSafe(raw) && s.Match(raw) == s.Match(canon)
 }
 
 // hasPrefix matches on segment boundaries: "/api" matches "/api" and
@@ -166,40 +192,4 @@ func hasPrefix(p []byte, prefix string) bool {
 		return len(p) == len(prefix) || prefix[len(prefix)-1] == '/' || p[len(prefix)] == '/'
 	}
 	return len(p) == len(prefix)-1 && prefix[len(prefix)-1] == '/' && string(p) == prefix[:len(prefix)-1]
-}
-
-// clean reports whether p is already in the form Clean would give, so that
-// the common case needs no work: no escapes, no dot segments, no empty
-// segments.
-func clean(p []byte) bool {
-	if len(p) == 0 || p[0] != '/' {
-		return false
-	}
-	for i := 0; i < len(p); i++ {
-		switch p[i] {
-		case '%', '\\':
-			return false
-		case '/':
-			if i+1 < len(p) && (p[i+1] == '/' || p[i+1] == '.') {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// Clean decodes a request path once and resolves dot segments the way the
-// file-system handlers will, so that a route is chosen on the path that
-// will be served ("/api/../admin" is "/admin"). A trailing slash is kept.
-func Clean(p string) string {
-	if u, err := url.PathUnescape(p); err == nil {
-		p = u
-	}
-	p = strings.ReplaceAll(p, "\\", "/")
-	trailing := strings.HasSuffix(p, "/")
-	p = path.Clean("/" + p)
-	if trailing && p != "/" {
-		p += "/"
-	}
-	return p
 }

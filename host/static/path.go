@@ -19,6 +19,11 @@ const (
 // NUL (pathBad), a "%2F" inside a segment and any backslash, encoded or
 // not (pathNotFound; on Linux they are ordinary bytes, elsewhere they are
 // separators).
+//
+// Behind the host, raw is already the canonical path, escaped
+// (route.Canonical, route.AppendEscaped): decoding it gives that path
+// back and the refusals never fire. They stay for a path a filter
+// rewrote, and for the handler used on its own.
 func cleanPath(dst, raw []byte) ([]byte, pathStatus) {
 	start := len(dst)
 	if len(raw) == 0 || raw[0] != '/' {
