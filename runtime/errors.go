@@ -8,7 +8,8 @@ import (
 
 // Errors returned by filter calls, wrapped as
 // `filter "NAME": handle_request: <sentinel>: <cause>`. Test them with
-// errors.Is. The host answers ErrTimeout and ErrOverload with 503 and the
+// errors.Is. The host answers ErrTimeout and ErrOverload with 503, the
+// body errors (ErrRequestBodyTooLarge and the like) as each says, and the
 // others with 500.
 var (
 	// ErrTrap: the guest trapped (unreachable, out-of-bounds access, a

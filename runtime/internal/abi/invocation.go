@@ -125,12 +125,14 @@ func (inv *Invocation) End(next bool) error {
 		}
 	}
 	err := inv.bodyErr
-	if !inv.rdAt.IsZero() && err == nil && !inv.reqEOF {
-		// The next handler reads the rest of the body: not under the
-		// filter's deadline. After EOF nothing is left to read; after a
-		// timeout or an error the request fails and the connection's
-		// passed deadline keeps it from waiting on the client again.
-		_ = inv.x.(ReadDeadliner).SetReadDeadline(time.Time{})
+	if !inv.rdAt.IsZero() && err == nil {
+		// The next handler reads the rest of the body, if any, and the
+		// connection its next request: not under the filter's deadline.
+		// After a timeout or an error the request fails, and the passed
+		// deadline keeps the engine from waiting on the client again.
+		if d, ok := inv.x.(ReadDeadliner); ok {
+			_ = d.SetReadDeadline(time.Time{})
+		}
 	}
 	inv.x = nil
 	inv.phase = PhaseInit
