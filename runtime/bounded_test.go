@@ -195,3 +195,32 @@ func (s stalled) Read(p []byte) (int, error) {
 	time.Sleep(time.Until(d))
 	return 0, os.ErrDeadlineExceeded
 }
+
+// TestFilter_BodyReadError: a request body that fails to read (the client
+// reset, the listener's max_request_body) fails the request with that
+// error, not as a trap: the instance keeps serving.
+func TestFilter_BodyReadError(t *testing.T) {
+	ev := newEnv(t)
+	f := ev.filter(t, "body", runtime.FilterOptions{PoolSize: 1})
+	cause := errors.New("client went away")
+	x := fakehttp.New("/")
+	x.Meth = "POST"
+	x.ReqBody = io.MultiReader(strings.NewReader("abc"), errReader{cause})
+	c, err := f.HandleRequest(x)
+	if c != nil || !errors.Is(err, cause) || errors.Is(err, runtime.ErrTrap) {
+		t.Fatalf("HandleRequest = %v, %v; want the read error, no trap", c, err)
+	}
+	x = fakehttp.New("/")
+	x.Meth = "POST"
+	x.ReqBody = strings.NewReader("ok")
+	if _, err := roundTrip(f, x, nil); err != nil {
+		t.Fatalf("next request: %v", err)
+	}
+	if s := f.Stats(); s.Live != 1 {
+		t.Errorf("live %d, want 1: the instance was replaced", s.Live)
+	}
+}
+
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }

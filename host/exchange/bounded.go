@@ -102,8 +102,11 @@ func (x *stdExchange) BufferBodyLimit(limit int64, deadline time.Time) (bool, er
 	case x.streamFn != nil:
 		w := &limitWriter{limit: limit, deadline: deadline}
 		err = x.streamFn(w)
-		if errors.Is(err, errOverLimit) {
+		switch {
+		case w.err == errOverLimit: // also when fn ignored the error
 			fits, err = false, nil
+		case w.err != nil:
+			err = w.err
 		}
 		b = w.buf.Bytes()
 	case x.reader != nil:
@@ -165,16 +168,20 @@ type limitWriter struct {
 	buf      bytes.Buffer
 	limit    int64
 	deadline time.Time
+	err      error // the first write refused, sticky
 }
 
 func (w *limitWriter) Write(p []byte) (int, error) {
-	if !w.deadline.IsZero() && !time.Now().Before(w.deadline) {
-		return 0, os.ErrDeadlineExceeded
+	switch {
+	case w.err != nil:
+	case !w.deadline.IsZero() && !time.Now().Before(w.deadline):
+		w.err = os.ErrDeadlineExceeded
+	case w.limit >= 0 && int64(w.buf.Len())+int64(len(p)) > w.limit:
+		w.err = errOverLimit
+	default:
+		return w.buf.Write(p)
 	}
-	if w.limit >= 0 && int64(w.buf.Len())+int64(len(p)) > w.limit {
-		return 0, errOverLimit
-	}
-	return w.buf.Write(p)
+	return 0, w.err
 }
 
 func (w *limitWriter) Flush() error { return nil }
