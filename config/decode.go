@@ -213,7 +213,7 @@ func (d *decoder) telemetry(blk *hcl.Block) Telemetry {
 
 // defaultFilter returns a filter's defaults.
 func defaultFilter(name string) *Filter {
-	return &Filter{Name: name, Config: []byte("{}"), Timeout: 100 * time.Millisecond, Memory: 16 << 20}
+	return &Filter{Name: name, Config: []byte("{}"), Timeout: 100 * time.Millisecond, Memory: 16 << 20, MaxBuffer: 1 << 20}
 }
 
 const wasmPage = 64 << 10
@@ -222,7 +222,7 @@ func (d *decoder) filter(blk *hcl.Block) *Filter {
 	f := defaultFilter(blk.Labels[0])
 	f.Range = blk.LabelRanges[0]
 	b := d.content(blk.Body, fmt.Sprintf("filter %q", f.Name), blk.DefRange,
-		[]string{"module", "config", "timeout", "memory"}, blockType("pool"))
+		[]string{"module", "config", "timeout", "memory", "max_buffer"}, blockType("pool"))
 	if f.Name == "" {
 		d.errorf(f.Range, "Empty filter name", "A filter needs a name.")
 	}
@@ -255,6 +255,9 @@ func (d *decoder) filter(blk *hcl.Block) *Filter {
 			d.errorf(b.rng("memory"), "Invalid size", "memory must be at most 4GiB, the limit of 32-bit Wasm.")
 		}
 		f.Memory = (f.Memory + wasmPage - 1) / wasmPage * wasmPage
+	}
+	if b.size("max_buffer", &f.MaxBuffer) && f.MaxBuffer > 1<<30 {
+		d.errorf(b.rng("max_buffer"), "Invalid size", "max_buffer must be at most 1GiB; a filter that needs more should read the body in pieces without buffer_request.")
 	}
 	if pb := b.single("pool"); pb != nil {
 		x := d.content(pb.Body, "pool", pb.DefRange, []string{"size"})

@@ -233,6 +233,13 @@ type Filter struct {
 	// `memory`, a size, default "16MiB", rounded up to whole 64KiB Wasm
 	// pages, at most "4GiB".
 	Memory int64 `json:"memory"`
+	// MaxBuffer is the most body bytes the host holds in memory for the
+	// filter: a request body it reads with buffer_request, or a response
+	// body it reads. A larger request body gets 413, a larger response
+	// body 502. HCL `max_buffer`, a size, default "1MiB", at most "1GiB";
+	// "0B" means no body may be buffered for it (an empty one still
+	// reads). A response body the filter never reads is not buffered.
+	MaxBuffer int64 `json:"max_buffer"`
 	// Pool is the `pool {}` block.
 	Pool Pool `json:"pool"`
 	// Range is the block's label.

@@ -90,6 +90,7 @@ func newFilter(ctx context.Context, e *runtime.Engine, fc *config.Filter) (*runt
 		Timeout:     fc.Timeout,
 		MemoryLimit: fc.Memory,
 		PoolSize:    fc.Pool.Size,
+		MaxBuffer:   runtimeMaxBuffer(fc.MaxBuffer),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("filter %q: %w", fc.Name, err)
@@ -149,3 +150,12 @@ type FilterError struct {
 
 func (e *FilterError) Error() string { return fmt.Sprintf("filter %q: %v", e.Filter.Name, e.Err) }
 func (e *FilterError) Unwrap() error { return e.Err }
+
+// runtimeMaxBuffer maps max_buffer to FilterOptions.MaxBuffer, where zero
+// is the default: "0B" (no body buffered) is negative there.
+func runtimeMaxBuffer(n int64) int64 {
+	if n == 0 {
+		return -1
+	}
+	return n
+}

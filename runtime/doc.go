@@ -22,7 +22,8 @@
 //	c, err := f.HandleRequest(x)             // x is the host's exchange, as is
 //	if err != nil { /* 503 for ErrTimeout and ErrOverload, else 500 */ }
 //	if c != nil {
-//		// c.Features() says whether to buffer the request or the response
+//		// the runtime buffers a body only when the guest reads it,
+//		// bounded by FilterOptions.MaxBuffer and the filter's deadline
 //		err := next(x)
 //		err = c.HandleResponse(x, err != nil)
 //	}

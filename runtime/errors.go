@@ -8,7 +8,8 @@ import (
 
 // Errors returned by filter calls, wrapped as
 // `filter "NAME": handle_request: <sentinel>: <cause>`. Test them with
-// errors.Is. The host answers ErrTimeout and ErrOverload with 503 and the
+// errors.Is. The host answers ErrTimeout and ErrOverload with 503, the
+// body errors (ErrRequestBodyTooLarge and the like) as each says, and the
 // others with 500.
 var (
 	// ErrTrap: the guest trapped (unreachable, out-of-bounds access, a
@@ -34,6 +35,23 @@ var (
 	ErrClosed = errors.New("closed")
 	// ErrCallDone: HandleResponse or Release was called twice on a Call.
 	ErrCallDone = errors.New("call already finished")
+
+	// The host stopped a body read of the guest (it saw the body end
+	// early and returned normally; its instance stays in service). The
+	// host answers 413, 502, 408 and 504 respectively.
+
+	// ErrRequestBodyTooLarge: the request body the guest read with
+	// buffer_request is over FilterOptions.MaxBuffer.
+	ErrRequestBodyTooLarge = abi.ErrRequestBodyTooLarge
+	// ErrResponseBodyTooLarge: the response body the guest read is over
+	// FilterOptions.MaxBuffer.
+	ErrResponseBodyTooLarge = abi.ErrResponseBodyTooLarge
+	// ErrRequestBodyTimeout: the client did not send the request body the
+	// guest read before the call's deadline.
+	ErrRequestBodyTimeout = abi.ErrRequestBodyTimeout
+	// ErrResponseBodyTimeout: the next handler's response body the guest
+	// read did not arrive before the call's deadline.
+	ErrResponseBodyTimeout = abi.ErrResponseBodyTimeout
 )
 
 // Observer outcomes, one per invocation.
@@ -45,4 +63,8 @@ const (
 	OutcomeMemory   = "memory"
 	OutcomeOverload = "overload"
 	OutcomeError    = "error" // closed filter, gone instance, body read error
+	// OutcomeBufferLimit: a body the guest read was over max_buffer.
+	OutcomeBufferLimit = "buffer_limit"
+	// OutcomeBodyTimeout: a body the guest read did not arrive in time.
+	OutcomeBodyTimeout = "body_timeout"
 )

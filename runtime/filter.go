@@ -30,6 +30,7 @@ const (
 	DefaultTimeout     = time.Second
 	DefaultInitTimeout = 10 * time.Second
 	DefaultMemoryLimit = 256 << 20
+	DefaultMaxBuffer   = 1 << 20
 )
 
 // FilterOptions configures a filter. The zero value gives the defaults.
@@ -49,6 +50,13 @@ type FilterOptions struct {
 	// PoolSize is the number of instances, created up front. Zero means
 	// runtime.NumCPU().
 	PoolSize int
+	// MaxBuffer is the most body bytes the host holds for one call of the
+	// guest: a request body it reads with buffer_request, or a response
+	// body it reads. Reading stops one byte past it, and the request
+	// fails with ErrRequestBodyTooLarge or ErrResponseBodyTooLarge. Zero
+	// means DefaultMaxBuffer (1 MiB); negative means the guest may have
+	// no body buffered at all (an empty one still reads).
+	MaxBuffer int64
 	// WASI configures guests that import wasi_snapshot_preview1.
 	WASI WASIOptions
 }
@@ -120,6 +128,12 @@ func (e *Engine) NewFilter(ctx context.Context, name string, m *Module, opts Fil
 	opts.MemoryLimit = memlimit.Pages(opts.MemoryLimit) * memlimit.PageSize
 	if opts.PoolSize <= 0 {
 		opts.PoolSize = goruntime.NumCPU()
+	}
+	switch {
+	case opts.MaxBuffer == 0:
+		opts.MaxBuffer = DefaultMaxBuffer
+	case opts.MaxBuffer < 0:
+		opts.MaxBuffer = 0
 	}
 	f := &Filter{
 		e:        e,
@@ -409,6 +423,11 @@ func (g *generation) newInstance(ctx context.Context) (*instance, error) {
 	inst.ctx.inst = inst
 	inst.inv.Config = f.opts.Config
 	inst.inv.Logger = f.log
+	inst.inv.MaxBuffer = f.opts.MaxBuffer
+	// A host call waiting on the client or the next handler's body gives
+	// up a quarter of the timeout before the deadline, which leaves the
+	// guest that long to return after its body ended early.
+	inst.inv.Reserve = f.opts.Timeout / 4
 	inst.mem = memlimit.New(uint64(f.opts.MemoryLimit))
 	inst.timer = time.AfterFunc(time.Hour, inst.expire)
 	inst.timer.Stop()
@@ -442,6 +461,7 @@ func (inst *instance) expire() {
 // call runs fn under the filter's deadline. It reports whether the
 // deadline fired (the instance can't be used again then).
 func (inst *instance) call(fn api.Function, stack []uint64) (err error, fired bool) {
+	inst.inv.Deadline = time.Now().Add(inst.g.f.opts.Timeout)
 	inst.timer.Reset(inst.g.f.opts.Timeout)
 	err = fn.CallWithStack(&inst.ctx, stack)
 	if !inst.timer.Stop() {
@@ -575,12 +595,15 @@ func (f *Filter) HandleRequest(x HTTP) (*Call, error) {
 		g.pool.Put(inst)
 	}
 	if endErr != nil {
+		// A body read the host stopped (over max_buffer, too slow) or
+		// that failed: the guest returned normally and its instance is
+		// back in the pool, but the request fails.
 		if c != nil {
 			c.Release()
 		} else {
 			g.release()
 		}
-		return nil, f.finish(span, g, abi.PhaseRequest, OutcomeError, start, endErr)
+		return nil, f.finish(span, g, abi.PhaseRequest, bodyOutcome(endErr), start, endErr)
 	}
 	if c == nil {
 		g.release()
@@ -623,7 +646,7 @@ func (c *Call) HandleResponse(x HTTP, isError bool) error {
 		stack[1] = 1
 	}
 	callErr, fired := inst.call(inst.handleResp, stack)
-	_ = inst.inv.End(false)
+	endErr := inst.inv.End(false)
 	inst.outstanding--
 	if callErr != nil || fired {
 		inst.retireLocked()
@@ -640,6 +663,9 @@ func (c *Call) HandleResponse(x HTTP, isError bool) error {
 	c.g.release()
 	if callErr != nil {
 		return f.finish(span, c.g, abi.PhaseResponse, outcome, start, cause)
+	}
+	if endErr != nil {
+		return f.finish(span, c.g, abi.PhaseResponse, bodyOutcome(endErr), start, endErr)
 	}
 	f.finish(span, c.g, abi.PhaseResponse, OutcomeOK, start, nil)
 	return nil
@@ -684,7 +710,22 @@ func (f *Filter) classify(inst *instance, err error) (string, error) {
 func (f *Filter) finish(span trace.Span, g *generation, phase abi.Phase, outcome string, start time.Time, err error) error {
 	d := time.Since(start)
 	f.invocations.Add(1)
-	if err != nil {
+	switch {
+	case err == nil:
+	case outcome == OutcomeBufferLimit || outcome == OutcomeBodyTimeout:
+		// The client or the next handler is at fault, not the filter: no
+		// error counted against the filter; the outcome says what
+		// happened. Over max_buffer is a warning (an attack, or a limit
+		// set too low); a slow client is routine.
+		err = fmt.Errorf("filter %q: handle_%s: %w", f.name, phase, err)
+		level := slog.LevelWarn
+		msg := "filter body over max_buffer"
+		if outcome == OutcomeBodyTimeout {
+			level, msg = slog.LevelInfo, "filter body read timed out"
+		}
+		f.log.Log(context.Background(), level, msg, "phase", phase.String(), "outcome", outcome,
+			"max_buffer", f.opts.MaxBuffer, "timeout", f.opts.Timeout, "err", err)
+	default:
 		f.errors.Add(1)
 		err = fmt.Errorf("filter %q: handle_%s: %w", f.name, phase, err)
 		attrs := []any{"phase", phase.String(), "outcome", outcome, "err", err}
@@ -700,4 +741,15 @@ func (f *Filter) finish(span trace.Span, g *generation, phase abi.Phase, outcome
 		endSpan(span, outcome, err)
 	}
 	return err
+}
+
+// bodyOutcome is the outcome of a call whose body read the host stopped.
+func bodyOutcome(err error) string {
+	switch {
+	case errors.Is(err, ErrRequestBodyTooLarge), errors.Is(err, ErrResponseBodyTooLarge):
+		return OutcomeBufferLimit
+	case errors.Is(err, ErrRequestBodyTimeout), errors.Is(err, ErrResponseBodyTimeout):
+		return OutcomeBodyTimeout
+	}
+	return OutcomeError
 }

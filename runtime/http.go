@@ -78,13 +78,31 @@ const (
 	// next handler still sees all of it. The runtime does the buffering.
 	FeatureBufferRequest = abi.FeatureBufferRequest
 	// FeatureBufferResponse: the guest reads and rewrites the response
-	// of the next handler in handle_response. The host must make that
-	// response's body available through HTTP.ResponseBody and must not
-	// send anything before HandleResponse returns.
+	// of the next handler in handle_response. The host must not send
+	// anything before HandleResponse returns, and must make the body
+	// readable through HTTP.ResponseBody; a host whose body may be a file
+	// or a stream implements BodyBufferer, and the runtime buffers it
+	// only if the guest reads it.
 	FeatureBufferResponse = abi.FeatureBufferResponse
 	// FeatureTrailers is never granted: this host has no trailers.
 	FeatureTrailers = abi.FeatureTrailers
 )
+
+// ReadDeadliner is implemented by an HTTP whose request body reads can be
+// given a deadline (a zero time removes it): a guest's reads of the
+// request body then stop at the filter's deadline even when the client
+// sends nothing. Without it the runtime checks the deadline between
+// reads, which stops a client that trickles but not one that stalls.
+type ReadDeadliner = abi.ReadDeadliner
+
+// BodyBufferer is implemented by an HTTP whose response body may be a
+// file or a stream: BufferBodyLimit reads it into memory, at most
+// limit+1 bytes of it (no limit when negative), so that ResponseBody
+// returns it, and reports false, dropping the body, when it is larger.
+// A non-zero deadline stops reading once passed. The runtime calls it
+// when a guest first reads the response body, with the filter's
+// MaxBuffer.
+type BodyBufferer = abi.BodyBufferer
 
 // Compile-time check that the ABI sees the same request.
 var _ abi.HTTP = HTTP(nil)

@@ -32,7 +32,6 @@ func New(filters []Filter, next exchange.Handler) *Chain {
 func (c *Chain) ServeExchange(x exchange.Exchange) error {
 	var inline [maxInline]*runtime.Call
 	calls := inline[:0]
-	var buffer bool
 	for _, f := range c.filters {
 		call, err := f.HandleRequest(x)
 		if err != nil {
@@ -43,16 +42,12 @@ func (c *Chain) ServeExchange(x exchange.Exchange) error {
 			return unwind(x, calls, false)
 		}
 		calls = append(calls, call)
-		buffer = buffer || call.Features()&runtime.FeatureBufferResponse != 0
 	}
+	// A file or a stream stays one, also under buffer_response: the
+	// runtime buffers it (bounded by the filter's max_buffer) only when a
+	// guest reads it, so a filter that only changes headers costs no
+	// memory however large the body (runtime/RATIONALE.md).
 	err := c.next.ServeExchange(x)
-	if err == nil && buffer {
-		// The guest reads and may rewrite the body: make a file or a
-		// stream into bytes it can see.
-		if berr := x.BufferBody(); berr != nil {
-			err = berr
-		}
-	}
 	if uerr := unwind(x, calls, err != nil); err == nil {
 		err = uerr
 	}
@@ -73,9 +68,28 @@ func unwind(x exchange.Exchange, calls []*runtime.Call, isError bool) error {
 }
 
 // filterError maps a filter failure to the status a client sees: 503 when
-// the filter was too slow or had no free instance, 500 otherwise. The
-// cause (filter name, trap) goes to the log, never to the client.
+// the filter was too slow or had no free instance, 500 otherwise. A body
+// read the host stopped gets what nginx answers: 413 for a request body
+// over max_buffer, 408 for a client too slow to send it, 502 for a
+// response body over max_buffer, 504 for one too slow to arrive; a
+// request body read error that carries a status (the listener's
+// max_request_body) keeps it. The cause (filter name, trap) goes to the
+// log, never to the client.
 func filterError(err error) error {
+	switch {
+	case errors.Is(err, runtime.ErrRequestBodyTooLarge):
+		return &exchange.Error{Status: http.StatusRequestEntityTooLarge, Message: "request body too large", Err: err}
+	case errors.Is(err, runtime.ErrRequestBodyTimeout):
+		return &exchange.Error{Status: http.StatusRequestTimeout, Message: "request body timeout", Err: err}
+	case errors.Is(err, runtime.ErrResponseBodyTooLarge):
+		return &exchange.Error{Status: http.StatusBadGateway, Message: "response too large for filter", Err: err}
+	case errors.Is(err, runtime.ErrResponseBodyTimeout):
+		return &exchange.Error{Status: http.StatusGatewayTimeout, Message: "response body timeout", Err: err}
+	}
+	var xe *exchange.Error
+	if errors.As(err, &xe) && xe.Status != 0 {
+		return &exchange.Error{Status: xe.Status, Message: xe.Message, Err: err}
+	}
 	if errors.Is(err, runtime.ErrTimeout) || errors.Is(err, runtime.ErrOverload) {
 		return &exchange.Error{Status: http.StatusServiceUnavailable, Message: "filter unavailable", Err: err}
 	}

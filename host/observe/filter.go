@@ -20,7 +20,10 @@ type filterSeries struct {
 // ErrorOutcome reports whether a filter outcome counts as an error in
 // sluice_filter_errors_total: the runtime's failure outcomes "trap",
 // "timeout", "memory", "overload" and "error". "ok" and "answered" (the
-// filter answered the request itself) are not errors.
+// filter answered the request itself) are not errors, nor are
+// "buffer_limit" (a body the filter read was over its max_buffer) and
+// "body_timeout" (a body it read came too slowly): the client or the
+// upstream failed there, and sluice_filter_invocations_total counts them.
 func ErrorOutcome(outcome string) bool {
 	switch outcome {
 	case "trap", "timeout", "memory", "overload", "error":

@@ -1,5 +1,5 @@
 /* Filters: config values of every shape, env() with a default, file(),
-   memory rounded up to whole Wasm pages, pools, filter chains. */
+   memory rounded up to whole Wasm pages, max_buffer, pools, filter chains. */
 filter "auth" {
   module = "filters/keyauth.wasm"
   config = {
@@ -9,8 +9,9 @@ filter "auth" {
     limits  = { per_key = 10, strict = true }
     missing = null
   }
-  timeout = "5ms"
-  memory  = "100KiB" # rounded up to 128KiB, two pages
+  timeout    = "5ms"
+  memory     = "100KiB" # rounded up to 128KiB, two pages
+  max_buffer = "64KiB"
 
   pool {
     size = 4
@@ -22,9 +23,10 @@ filter "headers" {
 }
 
 filter "empty" {
-  module = "filters/headers.wasm"
-  config = {}
-  memory = "1GiB"
+  module     = "filters/headers.wasm"
+  config     = {}
+  memory     = "1GiB"
+  max_buffer = "0B" # no body buffered
 }
 
 site "*" {

@@ -16,6 +16,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/tetratelabs/wazero/api"
 )
@@ -125,6 +126,41 @@ const (
 
 // ErrABI is wrapped by every trap caused by a guest breaking the ABI.
 var ErrABI = errors.New("guest broke the http_handler ABI")
+
+// Errors a body read ends with when the host stops it. The guest sees the
+// body end early (read_body reports EOF) and finishes its call normally;
+// the host then fails the request with the error, whatever the guest did,
+// and the instance stays in service.
+var (
+	// ErrRequestBodyTooLarge: a buffered request body is over MaxBuffer.
+	ErrRequestBodyTooLarge = errors.New("request body over max_buffer")
+	// ErrResponseBodyTooLarge: the response body is over MaxBuffer.
+	ErrResponseBodyTooLarge = errors.New("response body over max_buffer")
+	// ErrRequestBodyTimeout: the client did not send the request body
+	// before the call's deadline.
+	ErrRequestBodyTimeout = errors.New("request body not received before the filter's deadline")
+	// ErrResponseBodyTimeout: the next handler's response body did not
+	// arrive before the call's deadline.
+	ErrResponseBodyTimeout = errors.New("response body not received before the filter's deadline")
+)
+
+// ReadDeadliner is implemented by an HTTP whose request body reads can be
+// given a deadline; a zero time removes it. Without it (or when it fails)
+// the host checks the deadline between reads, which bounds a client that
+// trickles but not one that stalls.
+type ReadDeadliner interface {
+	SetReadDeadline(t time.Time) error
+}
+
+// BodyBufferer is implemented by an HTTP whose response body may still be
+// a file or a stream: BufferBodyLimit reads it into memory, at most
+// limit+1 bytes of it (no limit when negative), so that ResponseBody
+// returns it, and reports false, dropping it, when it is over limit. A
+// non-zero deadline stops reading once it has passed. Without it
+// ResponseBody is all a guest can read.
+type BodyBufferer interface {
+	BufferBodyLimit(limit int64, deadline time.Time) (fits bool, err error)
+}
 
 // HTTP is the request a guest reads and writes. It has the same method
 // set as runtime.HTTP (and is a subset of the host's exchange).

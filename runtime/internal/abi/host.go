@@ -381,40 +381,41 @@ func readBody(ctx context.Context, mod api.Module, stack []uint64) {
 	if limit == 0 {
 		trap("%s: buf_limit is zero", FuncReadBody)
 	}
-	var r io.Reader
+	var n int
+	var err error
 	switch kind {
 	case BodyRequest:
 		if inv.phase == PhaseResponse && inv.features&FeatureBufferRequest == 0 {
 			trap("%s: reading the request body after the next handler needs buffer_request", FuncReadBody)
 		}
-		if inv.reqBody == nil {
-			inv.reqBody = inv.x.RequestBody()
-			if inv.reqBody == nil {
-				inv.reqBody = bytes.NewReader(nil)
+		inv.openRequest()
+		b := read(mod, FuncReadBody, "buf", buf, limit)
+		if inv.reqBuffer && inv.MaxBuffer >= 0 {
+			// Read no further than one byte past the limit.
+			if left := inv.MaxBuffer + 1 - int64(len(inv.reqBuf)); int64(len(b)) > left {
+				b = b[:max(left, 1)]
 			}
-			inv.reqBuffer = inv.phase == PhaseRequest && inv.features&FeatureBufferRequest != 0
 		}
-		r = inv.reqBody
+		// Waits on the client: bounded by the call's deadline, less the
+		// reserve the guest needs to return after the body ends early.
+		n, err = inv.readRequest(b, inv.Deadline.Add(-inv.Reserve))
+		if inv.reqBuffer {
+			inv.bufferRequest(b[:n])
+		}
 	case BodyResponse:
 		inv.mustBeforeNextOr(FeatureBufferResponse, FuncReadBody, "reading the response body")
-		if !inv.respOpen {
-			inv.respBody.Reset(inv.x.ResponseBody())
-			inv.respOpen = true
+		inv.openResponse() // buffers a file or a stream now, bounded
+		b := read(mod, FuncReadBody, "buf", buf, limit)
+		for n < len(b) && err == nil {
+			var nn int
+			nn, err = inv.respBody.Read(b[n:])
+			n += nn
 		}
-		r = &inv.respBody
 	default:
 		trap("%s: unknown body kind %d", FuncReadBody, kind)
 	}
-	b := read(mod, FuncReadBody, "buf", buf, limit)
-	var n int
-	var err error
-	for n < len(b) && err == nil {
-		var nn int
-		nn, err = r.Read(b[n:])
-		n += nn
-	}
-	if kind == BodyRequest && inv.reqBuffer {
-		inv.reqBuf = append(inv.reqBuf, b[:n]...)
+	if inv.bodyErr != nil {
+		err = io.EOF // the guest sees the body end; the host fails the request
 	}
 	switch err {
 	case nil:
