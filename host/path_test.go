@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/host/exchange"
 	"github.com/sluicehq/sluice/host/exchange/exchangetest"
 )
 
@@ -196,7 +197,7 @@ site "a.test" {
 		}
 	}
 	targets := []target{{"listener", h1(addr)}}
-	for _, e := range exchangetest.Engines(t, inst.Server().dispatch(addr)) {
+	for _, e := range exchangetest.Engines(t, inst.Server().dispatchAt(addr)) {
 		if e.Proto != "HTTP/2.0" {
 			targets = append(targets, target{e.Name, h1(strings.TrimPrefix(e.URL, "http://"))})
 			continue
@@ -258,4 +259,12 @@ site "a.test" {
 			}
 		})
 	}
+}
+
+// dispatchAt returns the dispatch of a configured listener, to run it
+// behind the test engines of exchangetest.
+func (s *Server) dispatchAt(addr string) exchange.Handler {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dispatch(s.listeners[addr])
 }
