@@ -19,7 +19,8 @@ type fastExchange struct {
 	ctx    *fasthttp.RequestCtx
 	cctx   context.Context
 	tls    bool
-	stream bool // body is a file or stream, not a buffer
+	stream bool       // body is a file or stream, not a buffer
+	hdr    fastHeader // the request header as sent (fasthdr.go)
 }
 
 var fastPool = sync.Pool{New: func() any { return new(fastExchange) }}
@@ -35,7 +36,9 @@ func Fast(h Handler, onError func(Exchange, error), isTLS bool) fasthttp.Request
 			onError(x, err)
 		}
 		x.finish()
-		*x = fastExchange{}
+		hdr := x.hdr
+		hdr.reset()
+		*x = fastExchange{hdr: hdr} // the header's buffers survive the pool
 		fastPool.Put(x)
 	}
 }
@@ -110,21 +113,6 @@ func connClosed(c net.Conn) bool {
 func (x *fastExchange) RemoteAddr() net.Addr { return x.ctx.RemoteAddr() }
 func (x *fastExchange) LocalAddr() net.Addr  { return x.ctx.LocalAddr() }
 
-func (x *fastExchange) RequestHeader(name string) []byte {
-	v := x.ctx.Request.Header.Peek(name)
-	if v == nil && len(name) == 4 && (name == "Host" || name == "host") {
-		return x.ctx.Request.Header.Host()
-	}
-	return v
-}
-func (x *fastExchange) VisitRequestHeaders(fn func(name, value []byte)) {
-	for k, v := range x.ctx.Request.Header.All() {
-		fn(k, v)
-	}
-}
-func (x *fastExchange) SetRequestHeader(name, value string) { x.ctx.Request.Header.Set(name, value) }
-func (x *fastExchange) AddRequestHeader(name, value string) { x.ctx.Request.Header.Add(name, value) }
-func (x *fastExchange) DelRequestHeader(name string)        { x.ctx.Request.Header.Del(name) }
 func (x *fastExchange) RequestBody() io.Reader {
 	if s := x.ctx.RequestBodyStream(); s != nil {
 		return s
