@@ -14,12 +14,11 @@ import (
 // Content-Type, and moves its special fields ahead of the others. A proxy
 // and a filter must see what the client sent.
 //
-// The raw bytes are read in place for as long as they still describe the
-// request; the first edit (or a request whose head was edited before the
-// exchange saw it, or one with obsolete line folding) copies the fields
-// out into fastHeader.fields, where Set, Add and Del apply. Every edit is
-// also made on fasthttp's header, so that what fasthttp itself reads
-// (Host, Content-Length, the connection's framing) stays in step.
+// On first use the raw block is cut into fastHeader.fields, slices of it
+// (no copy but for folded lines), in buffers the pooled exchange keeps;
+// Set, Add and Del edit that list. Every edit is also made on fasthttp's
+// header, so that what fasthttp itself reads (Host, Content-Length, the
+// connection's framing) stays in step.
 
 // fastHeader is the request header state of a pooled fastExchange; its
 // buffers survive the pool.
@@ -38,8 +37,7 @@ type field struct {
 const (
 	hdrUndecided = iota
 	hdrParsed    // no raw bytes (a request built in process): fasthttp's view
-	hdrRaw       // the raw bytes, as sent and untouched
-	hdrFields    // fields, copied out of the raw bytes and edited since
+	hdrFields    // fields, cut from the raw bytes and edited since
 )
 
 // emptyValue is a present, empty value: nil means absent.
@@ -78,26 +76,16 @@ func (x *fastExchange) headerMode() uint8 {
 		return x.hdr.mode
 	}
 	raw := x.ctx.Request.Header.RawHeaders()
-	switch {
-	case len(raw) == 0:
+	if len(raw) == 0 {
 		x.hdr.mode = hdrParsed
-	case !folded(raw) && x.rawMatches(raw):
-		x.hdr.mode = hdrRaw
-	default:
-		x.fieldsFromRaw(raw)
+		return hdrParsed
+	}
+	x.fieldsFromRaw(raw)
+	if !x.fieldsMatch() {
 		x.reconcile()
-		x.hdr.mode = hdrFields
 	}
-	return x.hdr.mode
-}
-
-// editable moves the header into fields before an edit.
-func (x *fastExchange) editable() uint8 {
-	if x.headerMode() == hdrRaw {
-		x.fieldsFromRaw(x.ctx.Request.Header.RawHeaders())
-		x.hdr.mode = hdrFields
-	}
-	return x.hdr.mode
+	x.hdr.mode = hdrFields
+	return hdrFields
 }
 
 func (x *fastExchange) RequestHeader(name string) []byte {
@@ -105,18 +93,6 @@ func (x *fastExchange) RequestHeader(name string) []byte {
 	switch x.headerMode() {
 	case hdrParsed:
 		v = x.ctx.Request.Header.Peek(name)
-	case hdrRaw:
-		for rest := x.ctx.Request.Header.RawHeaders(); ; {
-			var k, fv []byte
-			var ok bool
-			if k, fv, rest, ok = nextField(rest); !ok {
-				break
-			}
-			if eqFold(k, name) {
-				v = fv
-				break
-			}
-		}
 	case hdrFields:
 		for _, f := range x.hdr.fields {
 			if eqFold(f.k, name) {
@@ -137,15 +113,6 @@ func (x *fastExchange) VisitRequestHeaders(fn func(name, value []byte)) {
 		for k, v := range x.ctx.Request.Header.All() {
 			fn(k, v)
 		}
-	case hdrRaw:
-		for rest := x.ctx.Request.Header.RawHeaders(); ; {
-			var k, v []byte
-			var ok bool
-			if k, v, rest, ok = nextField(rest); !ok {
-				return
-			}
-			fn(k, v)
-		}
 	case hdrFields:
 		for _, f := range x.hdr.fields {
 			fn(f.k, f.v)
@@ -156,7 +123,7 @@ func (x *fastExchange) VisitRequestHeaders(fn func(name, value []byte)) {
 // SetRequestHeader replaces the first field named name in place and
 // drops the others, or adds one at the end.
 func (x *fastExchange) SetRequestHeader(name, value string) {
-	if x.editable() == hdrFields {
+	if x.headerMode() == hdrFields {
 		h := &x.hdr
 		out, set := h.fields[:0], false
 		for _, f := range h.fields {
@@ -178,7 +145,7 @@ func (x *fastExchange) SetRequestHeader(name, value string) {
 }
 
 func (x *fastExchange) AddRequestHeader(name, value string) {
-	if x.editable() == hdrFields {
+	if x.headerMode() == hdrFields {
 		h := &x.hdr
 		h.fields = append(h.fields, field{k: h.keepString(name), v: h.keepString(value)})
 	}
@@ -186,7 +153,7 @@ func (x *fastExchange) AddRequestHeader(name, value string) {
 }
 
 func (x *fastExchange) DelRequestHeader(name string) {
-	if x.editable() == hdrFields {
+	if x.headerMode() == hdrFields {
 		h := &x.hdr
 		out := h.fields[:0]
 		for _, f := range h.fields {
@@ -231,14 +198,9 @@ func trimOWS(v []byte) []byte {
 	return v
 }
 
-// folded reports whether a raw block uses obsolete line folding.
-func folded(raw []byte) bool {
-	return bytes.Contains(raw, []byte("\n ")) || bytes.Contains(raw, []byte("\n\t"))
-}
-
-// fieldsFromRaw copies the fields of a raw block into h.fields. Values
-// are not copied but for folded ones, which are joined as fasthttp joins
-// them (RFC 9112, section 5.2: each fold becomes a space).
+// fieldsFromRaw cuts a raw block into h.fields. Nothing is copied but
+// folded values, which are joined as fasthttp joins them (RFC 9112,
+// section 5.2: each fold becomes a space).
 func (x *fastExchange) fieldsFromRaw(raw []byte) {
 	h := &x.hdr
 	h.fields = h.fields[:0]
@@ -295,38 +257,28 @@ func special(k []byte) bool {
 	return false
 }
 
-// rawMatches reports whether fasthttp's parsed fields, special ones
-// aside, are still the raw ones, in order: a field deleted or set on
-// fasthttp's header before the exchange existed (the listener strips and
-// sets the client certificate's header) must not come back from the raw
-// bytes.
-func (x *fastExchange) rawMatches(raw []byte) bool {
-	rest, same := raw, true
+// fieldsMatch reports whether fasthttp's parsed fields, special ones
+// aside, are still those of the raw block, in order: a field deleted or
+// set on fasthttp's header before the exchange existed (the listener
+// strips and sets the client certificate's header) must not come back
+// from the raw bytes.
+func (x *fastExchange) fieldsMatch() bool {
+	fields, i, same := x.hdr.fields, 0, true
 	for k, v := range x.ctx.Request.Header.All() {
 		if special(k) {
 			continue
 		}
-		var rk, rv []byte
-		ok := false
-		for {
-			if rk, rv, rest, ok = nextField(rest); !ok || !special(rk) {
-				break
-			}
+		for i < len(fields) && special(fields[i].k) {
+			i++
 		}
-		if !ok || !eqFold(rk, b2s(k)) || !bytes.Equal(rv, v) {
+		if i == len(fields) || !eqFold(fields[i].k, b2s(k)) || !bytes.Equal(fields[i].v, v) {
 			same = false
 			break
 		}
+		i++
 	}
-	for same {
-		k, _, r, ok := nextField(rest)
-		if !ok {
-			break
-		}
-		if !special(k) {
-			same = false
-		}
-		rest = r
+	for ; same && i < len(fields); i++ {
+		same = special(fields[i].k)
 	}
 	return same
 }
