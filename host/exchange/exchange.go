@@ -41,12 +41,17 @@ type Exchange interface {
 	// LocalAddr is the address the request was accepted on.
 	LocalAddr() net.Addr
 
-	// RequestHeader returns the first value of a request header, or nil.
-	// Names are case-insensitive.
+	// RequestHeader returns the first value of a request header, or nil
+	// when there is none; a field sent empty gives an empty, non-nil
+	// value. Names are case-insensitive. Values are as the client sent
+	// them (a Cookie is never parsed), trimmed of surrounding spaces.
 	RequestHeader(name string) []byte
-	// VisitRequestHeaders calls fn for each request header field, in order,
-	// once per value. Host is included.
+	// VisitRequestHeaders calls fn for each request header field, once
+	// per value, empty ones included, as the client sent them and as
+	// edited since, in the order sent (net/http keeps that order only
+	// among the fields of one name). Host is included.
 	VisitRequestHeaders(fn func(name, value []byte))
+	// SetRequestHeader replaces every field named name with one.
 	SetRequestHeader(name, value string)
 	AddRequestHeader(name, value string)
 	DelRequestHeader(name string)

@@ -20,8 +20,9 @@ type fastExchange struct {
 	ctx    *fasthttp.RequestCtx
 	cctx   context.Context
 	tls    bool
-	stream bool // body is a file or stream, not a buffer
-	conn        // the client address the front door decided (conn.go)
+	stream bool       // body is a file or stream, not a buffer
+	hdr    fastHeader // the request header as sent (fasthdr.go)
+	conn              // the client address the front door decided (conn.go)
 	rawPaths
 }
 
@@ -38,7 +39,9 @@ func Fast(h Handler, onError func(Exchange, error), isTLS bool) fasthttp.Request
 			onError(x, err)
 		}
 		x.finish()
-		*x = fastExchange{}
+		hdr := x.hdr
+		hdr.reset()
+		*x = fastExchange{hdr: hdr} // the header's buffers survive the pool
 		fastPool.Put(x)
 	}
 }
@@ -132,21 +135,6 @@ func (x *fastExchange) TLSConnectionState() *tls.ConnectionState {
 }
 func (x *fastExchange) LocalAddr() net.Addr { return x.ctx.LocalAddr() }
 
-func (x *fastExchange) RequestHeader(name string) []byte {
-	v := x.ctx.Request.Header.Peek(name)
-	if v == nil && len(name) == 4 && (name == "Host" || name == "host") {
-		return x.ctx.Request.Header.Host()
-	}
-	return v
-}
-func (x *fastExchange) VisitRequestHeaders(fn func(name, value []byte)) {
-	for k, v := range x.ctx.Request.Header.All() {
-		fn(k, v)
-	}
-}
-func (x *fastExchange) SetRequestHeader(name, value string) { x.ctx.Request.Header.Set(name, value) }
-func (x *fastExchange) AddRequestHeader(name, value string) { x.ctx.Request.Header.Add(name, value) }
-func (x *fastExchange) DelRequestHeader(name string)        { x.ctx.Request.Header.Del(name) }
 func (x *fastExchange) RequestBody() io.Reader {
 	if s := x.ctx.RequestBodyStream(); s != nil {
 		return s

@@ -250,7 +250,7 @@ func (x *stdExchange) LocalAddr() net.Addr {
 
 func (x *stdExchange) RequestHeader(name string) []byte {
 	if strings.EqualFold(name, "host") {
-		return b(x.r.Host)
+		return fieldValue(x.r.Host)
 	}
 	vs := x.r.Header.Values(name)
 	if len(vs) == 0 {
@@ -259,7 +259,15 @@ func (x *stdExchange) RequestHeader(name string) []byte {
 		}
 		return nil
 	}
-	return b(vs[0])
+	return fieldValue(vs[0])
+}
+
+// fieldValue is b for a header value: an empty one is present, not nil.
+func fieldValue(s string) []byte {
+	if s == "" {
+		return emptyValue
+	}
+	return b(s)
 }
 
 // trailerNames rebuilds the Trailer header, which net/http moves into
@@ -275,10 +283,10 @@ func (x *stdExchange) trailerNames() []byte {
 	return names
 }
 func (x *stdExchange) VisitRequestHeaders(fn func(name, value []byte)) {
-	fn([]byte("Host"), b(x.r.Host))
+	fn([]byte("Host"), fieldValue(x.r.Host))
 	for k, vs := range x.r.Header {
 		for _, v := range vs {
-			fn(b(k), b(v))
+			fn(b(k), fieldValue(v))
 		}
 	}
 }

@@ -19,23 +19,26 @@ import (
 type head struct {
 	lines   []byte // "Name: value\r\n"..., shared by the tries
 	cookies []byte // Cookie values joined by "; ", sent as one line (RFC 9113, 8.2.3)
+	cookie  bool   // a Cookie field came, though its value may be empty
 	wire    []byte // the head of the current try
 }
 
 func (h *head) reset() {
-	h.lines, h.cookies, h.wire = h.lines[:0], h.cookies[:0], h.wire[:0]
+	h.lines, h.cookies, h.cookie, h.wire = h.lines[:0], h.cookies[:0], false, h.wire[:0]
 	if cap(h.lines) > 64<<10 {
 		h.lines = nil
 	}
 }
 
-// add appends a header line.
+// add appends a header line. Cookie values are joined whole, never
+// parsed: a pair the proxy could not parse still goes up as sent.
 func (h *head) add(k, v []byte) {
 	if len(k) == 6 && equalFold(k, "cookie") {
-		if len(h.cookies) > 0 {
+		if len(h.cookies) > 0 && len(v) > 0 {
 			h.cookies = append(h.cookies, "; "...)
 		}
 		h.cookies = appendClean(h.cookies, v)
+		h.cookie = true
 		return
 	}
 	h.lines = appendLine(h.lines, k, v)
@@ -44,7 +47,7 @@ func (h *head) add(k, v []byte) {
 // del removes the lines named k.
 func (h *head) del(k string) {
 	if len(k) == 6 && equalFold([]byte(k), "cookie") {
-		h.cookies = h.cookies[:0]
+		h.cookies, h.cookie = h.cookies[:0], false
 		return
 	}
 	out := h.lines[:0]
@@ -104,7 +107,7 @@ func (s *state) buildH1(u *upstream) {
 		w = append(w, "\r\n"...)
 	}
 	w = append(w, s.hd.lines...)
-	if len(s.hd.cookies) > 0 {
+	if s.hd.cookie {
 		w = append(w, "Cookie: "...)
 		w = append(w, s.hd.cookies...)
 		w = append(w, "\r\n"...)

@@ -53,6 +53,31 @@ func TestHead(t *testing.T) {
 	}
 }
 
+// TestHeadEmptyCookie: an empty Cookie field is kept as one, and an
+// empty crumb adds no separator.
+func TestHeadEmptyCookie(t *testing.T) {
+	var h head
+	h.add([]byte("Cookie"), []byte(""))
+	if !h.cookie || len(h.cookies) != 0 {
+		t.Fatalf("empty Cookie: present %v, %q", h.cookie, h.cookies)
+	}
+	h.add([]byte("Cookie"), []byte(`a=1; c="q\"x"`))
+	h.add([]byte("Cookie"), []byte(""))
+	h.add([]byte("Cookie"), []byte(`d=v\w`))
+	if want := `a=1; c="q\"x"; d=v\w`; string(h.cookies) != want {
+		t.Fatalf("cookies %q, want %q", h.cookies, want)
+	}
+	h.del("cookie")
+	if h.cookie {
+		t.Fatal("del left the Cookie field")
+	}
+	h.add([]byte("Cookie"), nil)
+	h.reset()
+	if h.cookie {
+		t.Fatal("reset left the Cookie field")
+	}
+}
+
 func TestBodyless(t *testing.T) {
 	for m, want := range map[string]bool{"GET": true, "HEAD": true, "POST": false, "DELETE": false, "OPTIONS": false} {
 		if bodyless([]byte(m)) != want {
