@@ -217,6 +217,13 @@ var (
 // to the log, never to the client.
 func (s *Server) renderError(x exchange.Exchange, err error) {
 	status := exchange.StatusOf(err)
+	switch status {
+	case http.StatusBadRequest, http.StatusRequestTimeout, http.StatusRequestEntityTooLarge,
+		http.StatusRequestHeaderFieldsTooLarge, http.StatusHTTPVersionNotSupported:
+		// The request may still be arriving, unread: end the connection
+		// after this answer (lingering, on HTTP/1.1), as nginx does.
+		exchange.CloseConnection(x)
+	}
 	msg := ""
 	var e *exchange.Error
 	if errors.As(err, &e) {

@@ -112,3 +112,34 @@ func (l *limitedBody) Close() error {
 	}
 	return nil
 }
+
+// CloseConnection makes the response the last on its HTTP/1.x
+// connection ("Connection: close"), so that a request whose body was
+// refused unread is not followed by its body taken for a next request.
+// The fasthttp shim then closes the connection lingering. On HTTP/2 and
+// HTTP/3 it does nothing: a stream ends on its own.
+func CloseConnection(x Exchange) {
+	if c, ok := x.(interface{ closeConnection() }); ok {
+		c.closeConnection()
+	}
+}
+
+func (x *fastExchange) closeConnection() { x.ctx.SetConnectionClose() }
+
+func (x *stdExchange) closeConnection() {
+	if x.r.ProtoMajor == 1 {
+		x.w.Header().Set("Connection", "close")
+	}
+}
+
+// Multiplexed reports whether the request came on an HTTP/2 or HTTP/3
+// stream, rather than an HTTP/1.x connection (whatever version its
+// request line claimed).
+func Multiplexed(x Exchange) bool {
+	if m, ok := x.(interface{ multiplexed() bool }); ok {
+		return m.multiplexed()
+	}
+	return false
+}
+
+func (x *stdExchange) multiplexed() bool { return x.r.ProtoMajor >= 2 }

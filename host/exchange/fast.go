@@ -94,9 +94,9 @@ func (x *fastExchange) Proto() string {
 	if h.IsHTTP11() {
 		return "HTTP/1.1"
 	}
-	if p := h.Protocol(); string(p) != "HTTP/1.0" {
-		// fasthttp serves any HTTP/x.y as HTTP/1.0; the front door
-		// answers the version as sent (505).
+	if p := h.Protocol(); string(p) != "HTTP/1.0" && len(p) > 0 {
+		// fasthttp serves any "HTTP/x.y" as HTTP/1.0: tell the version
+		// as sent, which the front door refuses (505).
 		return string(p)
 	}
 	return "HTTP/1.0"

@@ -193,8 +193,10 @@ func (x *stdExchange) SetMethod(m string)             { x.r.Method = m }
 // goes (a closed connection, an HTTP/2 stream reset).
 func (x *stdExchange) ClientGone() bool { return x.r.Context().Err() != nil }
 
+// requestURI is the target as sent: an absolute-form one too, which the
+// front door turns into origin-form once it has taken its authority.
 func (x *stdExchange) requestURI() string {
-	if x.r.RequestURI != "" && x.r.RequestURI[0] == '/' {
+	if x.r.RequestURI != "" {
 		return x.r.RequestURI
 	}
 	return x.r.URL.RequestURI()

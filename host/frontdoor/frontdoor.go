@@ -54,7 +54,11 @@ var challengePrefix = []byte(tlsconf.ChallengePrefix)
 // *exchange.Error values with the status to answer.
 func (d *Door) Serve(x exchange.Exchange, altSvc string, next func(*route.Site) error) error {
 	switch x.Proto() {
-	case "HTTP/1.1", "HTTP/1.0", "HTTP/2.0", "HTTP/3.0":
+	case "HTTP/1.1", "HTTP/1.0":
+	case "HTTP/2.0", "HTTP/3.0":
+		if !exchange.Multiplexed(x) { // "GET / HTTP/2.0" on an HTTP/1 connection
+			return ErrVersion
+		}
 	default:
 		return ErrVersion
 	}

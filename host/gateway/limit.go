@@ -198,8 +198,8 @@ func (l *Limiter) Keys() int {
 func (l *Limiter) Capacity() int { return len(l.sets) * ways }
 
 func clientAddr(x exchange.Exchange, trusted []netip.Prefix) netip.Addr {
-	peer := forwarded.Peer(x.RemoteAddr())
-	if len(trusted) == 0 {
+	peer := forwarded.Peer(x.RemoteAddr()) // the client the front door decided
+	if len(trusted) == 0 || exchange.PeerTrusted(x) {
 		return peer
 	}
 	return forwarded.Client(peer, x.RequestHeader("X-Forwarded-For"), x.RequestHeader("Forwarded"), trusted)

@@ -584,9 +584,13 @@ func (s *state) start(x exchange.Exchange, cl int64) {
 	s.parent = trace.SpanContextFromContext(x.Context())
 	s.tried = s.triedBuf[:0]
 	s.head = string(x.Method()) == http.MethodHead
-	s.peer = forwarded.Peer(x.RemoteAddr())
-	s.trusted = len(s.h.opts.TrustedProxies) > 0 && forwarded.Trusted(s.peer, s.h.opts.TrustedProxies)
-	s.client = s.peer
+	// The peer is the connection's other end; the client is who the
+	// front door decided it is (the listener's trusted_proxies). A peer
+	// the listener or this route trusts keeps its forwarding headers.
+	s.peer = forwarded.Peer(exchange.Peer(x))
+	s.trusted = exchange.PeerTrusted(x) ||
+		len(s.h.opts.TrustedProxies) > 0 && forwarded.Trusted(s.peer, s.h.opts.TrustedProxies)
+	s.client = forwarded.Peer(x.RemoteAddr())
 	s.bodyLen = cl
 	s.replayable = cl == 0
 	if cl != 0 {
@@ -674,7 +678,7 @@ func (s *state) balanceKey() []byte {
 // decideClient sets s.client from the forwarding headers when the peer
 // is a trusted proxy.
 func (s *state) decideClient() {
-	if s.trusted {
+	if s.trusted && !exchange.PeerTrusted(s.x) { // else the front door decided
 		s.client = forwarded.Client(s.peer, s.x.RequestHeader("X-Forwarded-For"), s.x.RequestHeader("Forwarded"), s.h.opts.TrustedProxies)
 	}
 }
