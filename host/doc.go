@@ -10,8 +10,13 @@
 //	  → engine: fasthttp for HTTP/1.1, net/http for HTTP/2, quic-go for
 //	    HTTP/3 (h3.go), all wrapped in one exchange.Exchange [host/exchange]
 //	  → current generation, one atomic load          (server.go: dispatch)
-//	  → site by Host; the one canonical path (decoded once, dot segments
-//	    resolved; malformed is 400), which every later stage sees
+//	  → the front door, the same for every engine: HTTP version, the
+//	    authority (absolute-form replaces Host), client address
+//	    (trusted_proxies), identity headers, body limit, site by
+//	    authority and its TLS policy (mTLS: 421), HSTS, Alt-Svc
+//	                                                 [host/frontdoor]
+//	  → the one canonical path (decoded once, dot segments resolved;
+//	    malformed is 400), which every later stage sees
 //	                                                 (path.go, [host/route])
 //	  → route by longest path prefix                 [host/route]
 //	  → allow/deny, rate limit                       [host/gateway]
