@@ -40,6 +40,10 @@ test-race: ## run every test with the race detector
 bench: ## run the Go benchmarks (-benchmem), BENCHTIME each
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
 
+.PHONY: bench-peers
+bench-peers: build ## sluice beside nginx and Caddy (../shared/bench/peers --quick; PEERS_ARGS= for a full run)
+	./.ci/bench-peers $${PEERS_ARGS---quick}
+
 .PHONY: bench-proxy-tls
 bench-proxy-tls: ## end-to-end TLS reverse proxy beside nginx (needs nginx, wrk, taskset)
 	./host/proxy/testdata/e2etls/run.sh 3 8
