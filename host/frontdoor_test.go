@@ -343,3 +343,35 @@ site "a.test" {
 		t.Fatalf("slow body within read_timeout: %d %q", resp.StatusCode, b)
 	}
 }
+
+// TestFrontDoorHeaderTimeoutH2: over TLS, an HTTP/2 connection that sends
+// no preface, or a preface and no request, is closed at
+// read_header_timeout, not after net/http's fixed 10 s or never; one
+// that sends requests is served.
+func TestFrontDoorHeaderTimeoutH2(t *testing.T) {
+	e := newTLSEnv(t, tlstest.Kinds[0])
+	addr := tlsFreeAddr(t)
+	site := e.site(t, "a.test", addr)
+	l := tlsListenerFor(addr, true, site)
+	l.ReadHeaderTimeout = 300 * time.Millisecond
+	tlsStart(t, &config.Config{Sites: []*config.Site{site}, Listeners: []*config.Listener{l}})
+	for _, send := range []string{"", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00"} {
+		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr,
+			&tls.Config{ServerName: "a.test", RootCAs: e.ca.Pool(), NextProtos: []string{"h2"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		io.WriteString(c, send)
+		c.SetReadDeadline(time.Now().Add(8 * time.Second))
+		io.Copy(io.Discard, c)
+		c.Close()
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("h2 connection sending %q kept open %v; read_header_timeout is 300ms", send, d)
+		}
+	}
+	_, body := tlsGet(t, e.client(t, "h2", nil), "https://a.test:"+tlsPortOf(addr)+"/")
+	if !strings.Contains(body, "proto=HTTP/2.0") {
+		t.Errorf("h2 request: %q", body)
+	}
+}

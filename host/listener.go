@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/host/exchange"
@@ -235,7 +236,8 @@ func (l *listener) acceptLoop() error {
 }
 
 func (l *listener) sortTLS(c net.Conn) {
-	tc := tls.Server(c, l.base)
+	hc := &headDeadlineConn{Conn: c}
+	tc := tls.Server(hc, l.base)
 	_ = c.SetDeadline(time.Now().Add(l.handshake))
 	if err := tc.Handshake(); err != nil {
 		l.log.Debug("tls handshake failed", "address", l.opts.Address, "remote", c.RemoteAddr().String(), "error", err)
@@ -245,6 +247,12 @@ func (l *listener) sortTLS(c net.Conn) {
 	_ = c.SetDeadline(time.Time{})
 	switch tc.ConnectionState().NegotiatedProtocol {
 	case "h2":
+		if l.opts.ReadTimeout > 0 {
+			// The preface, SETTINGS and first request's headers arrive
+			// within read_header_timeout (headDeadlineConn).
+			hc.held.Store(true)
+			_ = c.SetReadDeadline(time.Now().Add(l.handshake))
+		}
 		l.toStd.put(tc)
 	case acme.ALPNProto:
 		// A TLS-ALPN-01 validation: the handshake was the answer.
@@ -253,6 +261,37 @@ func (l *listener) sortTLS(c net.Conn) {
 		l.toFast.put(tc)
 	}
 }
+
+// headDeadlineConn is the TCP side of a TLS connection. For one that
+// negotiated HTTP/2 it keeps the read deadline sortTLS set
+// (read_header_timeout) past net/http, which clears the connection's
+// deadlines after its (already done) handshake and would otherwise wait
+// for the client's preface for a fixed 10 s, and for its first request
+// with no deadline at all. The first clearing is skipped; the next comes
+// from net/http's HTTP/2 server once a request's headers are in (it does
+// so when ReadTimeout is set, which sortTLS checks), and from then on
+// every deadline passes through.
+type headDeadlineConn struct {
+	net.Conn
+	held atomic.Bool
+}
+
+func (c *headDeadlineConn) SetReadDeadline(t time.Time) error {
+	if t.IsZero() && c.held.CompareAndSwap(true, false) {
+		return nil
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *headDeadlineConn) SetDeadline(t time.Time) error {
+	if t.IsZero() && c.held.Load() {
+		return c.Conn.SetWriteDeadline(t)
+	}
+	return c.Conn.SetDeadline(t)
+}
+
+// NetConn returns the connection wrapped, for sockpeek and linger.
+func (c *headDeadlineConn) NetConn() net.Conn { return c.Conn }
 
 // h2Preface is what an HTTP/2 client sends first (RFC 9113, 3.4).
 const h2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
