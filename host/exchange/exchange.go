@@ -29,10 +29,10 @@ type Exchange interface {
 	RequestURI() []byte
 	// SetRequestURI replaces path and query ("/a/b?x=1").
 	SetRequestURI(uri string)
-	// Host is the Host header (HTTP/1.1) or :authority (HTTP/2), with the
-	// port when the client sent one.
+	// Host is the Host header (HTTP/1.1) or :authority (HTTP/2 and
+	// HTTP/3), with the port when the client sent one.
 	Host() []byte
-	// Proto is "HTTP/1.0", "HTTP/1.1" or "HTTP/2.0".
+	// Proto is "HTTP/1.0", "HTTP/1.1", "HTTP/2.0" or "HTTP/3.0".
 	Proto() string
 	// IsTLS reports whether the request came over TLS.
 	IsTLS() bool
@@ -125,10 +125,10 @@ type StreamWriter interface {
 
 // ClientGone reports whether the client has gone away while its request
 // is being served: it closed or reset its connection (HTTP/1.1), or its
-// stream or connection ended (HTTP/2). It never blocks and consumes
-// nothing the client sent. Over HTTP/1.1 with TLS, a client's
-// close_notify looks like more to read, so only a reset or a close without
-// it is seen.
+// stream or connection ended (HTTP/2 and HTTP/3). It never blocks and
+// consumes nothing the client sent. Over HTTP/1.1 with TLS, a client's
+// close_notify looks like more to read, so only a reset or a close
+// without it is seen.
 func ClientGone(x Exchange) bool {
 	if g, ok := x.(interface{ ClientGone() bool }); ok {
 		return g.ClientGone()

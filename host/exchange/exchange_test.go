@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/host/exchange"
 	"github.com/sluicehq/sluice/host/exchange/exchangetest"
@@ -141,6 +142,63 @@ func TestAdapters(t *testing.T) {
 					if got != v {
 						t.Errorf("%s %s: %s = %q, want %q", c.method, c.path, k, got, v)
 					}
+				}
+			}
+		})
+	}
+}
+
+// TestRequestBodyLength: ContentLength is 0 for a request without a
+// body on every engine (HTTP/3 included, whose header carries no "no
+// body" flag), the declared size for a sized body, and -1 for a body of
+// unknown length, whether it comes at once or later; the body arrives
+// whole either way.
+func TestRequestBodyLength(t *testing.T) {
+	h := exchange.HandlerFunc(func(x exchange.Exchange) error {
+		b, err := io.ReadAll(x.RequestBody())
+		if err != nil {
+			return err
+		}
+		x.SetBody([]byte(strconv.FormatInt(x.ContentLength(), 10) + " " + string(b)))
+		return nil
+	})
+	// unsized hides a reader's length from the client.
+	type unsized struct{ io.Reader }
+	for _, e := range exchangetest.Engines(t, h) {
+		t.Run(e.Name, func(t *testing.T) {
+			cases := []struct {
+				name, method string
+				body         func() io.Reader
+				want         string
+			}{
+				{"no body", "GET", nil, "0 "},
+				{"no body (DELETE)", "DELETE", nil, "0 "},
+				{"sized", "POST", func() io.Reader { return strings.NewReader("abc") }, "3 abc"},
+				{"unsized", "POST", func() io.Reader { return unsized{strings.NewReader("abc")} }, "-1 abc"},
+				{"unsized, late", "POST", func() io.Reader {
+					pr, pw := io.Pipe()
+					go func() {
+						time.Sleep(50 * time.Millisecond)
+						io.WriteString(pw, "late")
+						pw.Close()
+					}()
+					return pr
+				}, "-1 late"},
+			}
+			for _, c := range cases {
+				var body io.Reader
+				if c.body != nil {
+					body = c.body()
+				}
+				req, _ := http.NewRequest(c.method, e.URL+"/", body)
+				resp, err := e.Client.Do(req)
+				if err != nil {
+					t.Fatalf("%s: %v", c.name, err)
+				}
+				got, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || string(got) != c.want {
+					t.Errorf("%s: got %d %q, want 200 %q", c.name, resp.StatusCode, got, c.want)
 				}
 			}
 		})

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 )
 
@@ -44,6 +45,9 @@ var stdPool = sync.Pool{New: func() any { return new(stdExchange) }}
 // renders a returned error with onError.
 func Std(h Handler, onError func(Exchange, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor == 3 && r.ContentLength < 0 {
+			settleH3Body(r)
+		}
 		x := stdPool.Get().(*stdExchange)
 		x.w, x.r, x.status = w, r, 200
 		if err := h.ServeExchange(x); err != nil {
@@ -54,6 +58,74 @@ func Std(h Handler, onError func(Exchange, error)) http.Handler {
 		stdPool.Put(x)
 	})
 }
+
+// h3BodyWait is how long an HTTP/3 request without Content-Length waits
+// to learn whether a body follows its header.
+const h3BodyWait = 5 * time.Millisecond
+
+// settleH3Body gives an HTTP/3 request without Content-Length the length
+// 0 when it has no body. HTTP/3 has no END_STREAM flag on the header
+// (HTTP/2's signal for "no body"), so quic-go reports every such request,
+// a plain GET included, as of unknown length; sluice would then treat a
+// GET like a chunked upload (forwarded with a chunked empty body, never
+// retried). A client that sends no body ends the stream with or right
+// after its header, so a first read of the body meets io.EOF at once.
+// That read runs in a goroutine, awaited h3BodyWait at most: a body that
+// is still to come keeps the length -1, and the byte or error read is
+// handed on to the body's reader.
+func settleH3Body(r *http.Request) {
+	if r.Body == nil || r.Body == http.NoBody {
+		r.ContentLength = 0
+		return
+	}
+	p := &h3Peek{body: r.Body, done: make(chan struct{})}
+	go p.peek()
+	t := time.NewTimer(h3BodyWait)
+	select {
+	case <-p.done:
+		t.Stop()
+		if p.n == 0 && p.err == io.EOF {
+			r.ContentLength, r.Body = 0, http.NoBody
+			return
+		}
+	case <-t.C:
+	}
+	r.Body = p
+}
+
+// h3Peek is an HTTP/3 request body whose first byte (or error) was read
+// ahead by settleH3Body. Reads wait for that read, then continue the body.
+type h3Peek struct {
+	body io.ReadCloser
+	done chan struct{}
+	b    [1]byte
+	n    int   // 1 while b is still to be handed on
+	err  error // the first read's error, while still to be handed on
+}
+
+func (p *h3Peek) peek() {
+	p.n, p.err = p.body.Read(p.b[:])
+	close(p.done)
+}
+
+func (p *h3Peek) Read(b []byte) (int, error) {
+	<-p.done
+	if p.n > 0 {
+		if len(b) == 0 {
+			return 0, nil
+		}
+		b[0], p.n = p.b[0], 0
+		return 1, nil
+	}
+	if err := p.err; err != nil {
+		p.err = nil
+		return 0, err
+	}
+	return p.body.Read(b)
+}
+
+// Close closes the body, which also ends a first read still waiting.
+func (p *h3Peek) Close() error { return p.body.Close() }
 
 func (x *stdExchange) reset() {
 	if x.file != nil {

@@ -26,7 +26,8 @@ type tc struct {
 	want   map[string]string // response headers; "" means absent
 	check  func(t *testing.T, resp *http.Response, body []byte)
 	// skip names engines that cannot carry the request (net/http's
-	// HTTP/2 server drops a :path that is not a valid URI).
+	// HTTP/2 server and quic-go's HTTP/3 server drop a :path that is not
+	// a valid URI).
 	skip string
 }
 

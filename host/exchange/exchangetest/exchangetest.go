@@ -1,5 +1,8 @@
 // Package exchangetest runs an exchange.Handler behind every engine
-// adapter on loopback, so that one table test covers them all.
+// adapter on loopback, so that one table test covers them all: fasthttp
+// (HTTP/1.1), net/http (HTTP/1.1 and HTTP/2 without TLS) and quic-go's
+// http3.Server (HTTP/3 over UDP, with a throwaway certificate the
+// engine's client trusts).
 package exchangetest
 
 import (
@@ -9,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,14 +22,19 @@ import (
 
 // Engine is one running server for a test.
 type Engine struct {
-	// Name is "fast" (fasthttp, HTTP/1.1), "std" (net/http, HTTP/1.1) or
-	// "std-h2c" (net/http, HTTP/2 without TLS).
+	// Name is "fast" (fasthttp, HTTP/1.1), "std" (net/http, HTTP/1.1),
+	// "std-h2c" (net/http, HTTP/2 without TLS) or "h3" (quic-go's
+	// http3.Server, HTTP/3 over UDP).
 	Name string
-	// URL is "http://127.0.0.1:PORT".
+	// URL is "http://127.0.0.1:PORT", or "https://127.0.0.1:PORT" for
+	// "h3" (a UDP port; nothing listens on TCP there).
 	URL string
 	// Client speaks the engine's protocol; redirects are not followed.
+	// For "h3" its Transport is an *http3.Transport that trusts the
+	// engine's certificate (and no other).
 	Client *http.Client
-	// Proto is what responses must carry ("HTTP/1.1" or "HTTP/2.0").
+	// Proto is what responses must carry ("HTTP/1.1", "HTTP/2.0" or
+	// "HTTP/3.0").
 	Proto string
 }
 
@@ -47,7 +56,7 @@ func RenderError(x exchange.Exchange, err error) {
 // Engines starts h behind each adapter and stops them when t ends.
 func Engines(t testing.TB, h exchange.Handler) []Engine {
 	t.Helper()
-	return []Engine{startFast(t, h), startStd(t, h, false), startStd(t, h, true)}
+	return []Engine{startFast(t, h), startStd(t, h, false), startStd(t, h, true), startH3(t, h)}
 }
 
 func listen(t testing.TB) net.Listener {
@@ -106,9 +115,19 @@ func startStd(t testing.TB, h exchange.Handler, h2c bool) Engine {
 		Client: &http.Client{Transport: tr, CheckRedirect: noRedirect, Timeout: 10 * time.Second}}
 }
 
+// Addr returns the host:port of an engine's URL (a UDP address for
+// "h3", a TCP one otherwise).
+func (e Engine) Addr() string {
+	u := e.URL
+	if i := strings.Index(u, "://"); i >= 0 {
+		u = u[i+len("://"):]
+	}
+	return u
+}
+
 // Port returns the port of an engine's URL.
 func (e Engine) Port() int {
-	_, p, _ := net.SplitHostPort(e.URL[len("http://"):])
+	_, p, _ := net.SplitHostPort(e.Addr())
 	n, _ := strconv.Atoi(p)
 	return n
 }

@@ -19,10 +19,15 @@ import (
 // names and drop an empty User-Agent), and returns the status and body.
 // Over HTTP/1.1, extra is written as is after the fields (for folded or
 // malformed lines) and the connection is closed after one request; over
-// HTTP/2 a "Host" field is sent as :authority and names in lower case.
+// HTTP/2 and HTTP/3 a "Host" field is sent as :authority, names in
+// lower case, and extra is not sent (over HTTP/3 :authority is the
+// engine's address when fields have no Host).
 func RawGet(t testing.TB, e Engine, path string, fields [][2]string, extra string) (int, []byte) {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", strings.TrimPrefix(e.URL, "http://"), 5*time.Second)
+	if e.Proto == "HTTP/3.0" {
+		return rawH3(t, e, path, fields)
+	}
+	c, err := net.DialTimeout("tcp", e.Addr(), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
