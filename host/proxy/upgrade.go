@@ -16,8 +16,8 @@ import (
 // upgrade request on a fresh upstream connection, relays the answer, and on
 // 101 copies bytes both ways until either side closes.
 func (h *Handler) serveUpgrade(x exchange.Exchange) error {
-	if x.Proto() == "HTTP/2.0" {
-		return exchange.Errorf(http.StatusBadRequest, "upgrade not supported on HTTP/2")
+	if exchange.Multiplexed(x) { // HTTP/2 and HTTP/3 have no Upgrade
+		return exchange.Errorf(http.StatusBadRequest, "upgrade not supported on "+x.Proto())
 	}
 	s := h.states.Get().(*state)
 	defer func() { s.finish(); h.states.Put(s) }()
