@@ -102,6 +102,25 @@ func TestFrontDoorTargets(t *testing.T) {
 			}
 		}
 	}
+	// The authority on every engine, HTTP/2 and HTTP/3 (:authority) too.
+	for _, e := range exchangetest.Engines(t, inst.Server().dispatchAt(addr)) {
+		for _, c := range []struct {
+			host   string
+			status int
+			body   string
+		}{
+			{"a.test", 200, "a hello"},
+			{"A.TEST.:8080", 200, "a hello"},
+			{"b.test", 200, "b hello"},
+			{"a.test/x", 400, ""},
+			{"a.test:8x", 400, ""},
+		} {
+			status, body := exchangetest.RawGet(t, e, "/hello", [][2]string{{"Host", c.host}}, "")
+			if status != c.status || (c.body != "" && string(body) != c.body) {
+				t.Errorf("%s: Host %q: %d %q, want %d %q", e.Name, c.host, status, body, c.status, c.body)
+			}
+		}
+	}
 }
 
 // TestFrontDoorMTLSAbsoluteForm is the reviewed bypass: a client without
@@ -197,14 +216,27 @@ site "a.test" {
 		}
 		inst, base, _ := startConfig(t, conf(list))
 		addr := strings.TrimPrefix(base, "http://")
-		addrs := map[string]string{"listener": addr}
+		// The listener itself (fasthttp behind the real socket), then every
+		// engine behind the same dispatch.
+		gets := map[string]func(path string, fields [][2]string) (int, string){
+			"listener": func(path string, fields [][2]string) (int, string) {
+				req := "GET " + path + " HTTP/1.1\r\n"
+				for _, f := range fields {
+					req += f[0] + ": " + f[1] + "\r\n"
+				}
+				status, body, _ := rawExchange(t, addr, req+"\r\n")
+				return status, body
+			},
+		}
 		for _, e := range exchangetest.Engines(t, inst.Server().dispatchAt(addr)) {
-			if e.Proto == "HTTP/1.1" {
-				addrs[e.Name] = strings.TrimPrefix(e.URL, "http://")
+			gets[e.Name] = func(path string, fields [][2]string) (int, string) {
+				status, body := exchangetest.RawGet(t, e, path, fields, "")
+				return status, string(body)
 			}
 		}
-		for name, a := range addrs {
-			status, _, _ := rawExchange(t, a, "GET /only HTTP/1.1\r\nHost: a.test\r\nX-Forwarded-For: 10.1.2.3\r\n\r\n")
+		host := [2]string{"Host", "a.test"}
+		for name, get := range gets {
+			status, _ := get("/only", [][2]string{host, {"X-Forwarded-For", "10.1.2.3"}})
 			want := 403
 			if trusted {
 				want = 200
@@ -212,10 +244,10 @@ site "a.test" {
 			if status != want {
 				t.Errorf("%s, trusted=%v: X-Forwarded-For 10.1.2.3 to an allow list of it: %d, want %d", name, trusted, status, want)
 			}
-			if status, _, _ := rawExchange(t, a, "GET /only HTTP/1.1\r\nHost: a.test\r\n\r\n"); status != 403 {
+			if status, _ := get("/only", [][2]string{host}); status != 403 {
 				t.Errorf("%s, trusted=%v: no forwarding header: %d, want 403", name, trusted, status)
 			}
-			_, body, _ := rawExchange(t, a, "GET /x HTTP/1.1\r\nHost: a.test\r\nX-Real-IP: 6.6.6.6\r\nX-Forwarded-For: 10.1.2.3\r\n\r\n")
+			_, body := get("/x", [][2]string{host, {"X-Real-IP", "6.6.6.6"}, {"X-Forwarded-For", "10.1.2.3"}})
 			wantBody := `real="" xff="127.0.0.1"`
 			if trusted {
 				wantBody = `real="6.6.6.6" xff="10.1.2.3, 127.0.0.1"`
