@@ -87,7 +87,7 @@ func BenchmarkFilter_Noop(b *testing.B) {
 func BenchmarkFilter_SetHeader(b *testing.B) {
 	b.Run("unsampled", func(b *testing.B) { benchChain(b, false, "set_header") })
 	b.Run("sampled", func(b *testing.B) { benchChain(b, true, "set_header") })
-	// What wazero's deadline enforcement (a goroutine per call) costs.
+	// What deadline enforcement (the compiled loop checks) costs.
 	b.Run("unsampled-nodeadline", func(b *testing.B) { benchChainOpts(b, false, runtime.WithoutDeadlines, "set_header") })
 }
 

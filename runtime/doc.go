@@ -54,7 +54,8 @@
 // host or config: the HTTP side reaches it through the HTTP interface
 // defined here. The details live under runtime/internal: abi (the host
 // functions), pool (idle instances and reference counts), memlimit (the
-// per-instance memory cap), guestlog (WASI output to the log). Why it is
+// per-instance memory cap), guestlog (WASI output to the log), interrupt
+// (stopping a guest at its deadline without a goroutine per call). Why it is
 // built this way is in RATIONALE.md; the ABI as implemented, with every
 // host-specific decision, is in ABI-STATE.md.
 package runtime

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/sluicehq/sluice/runtime/internal/abi"
+	"github.com/sluicehq/sluice/runtime/internal/interrupt"
 )
 
 // Observer is told about every guest invocation. The host plugs its
@@ -116,7 +117,7 @@ func NewEngine(ctx context.Context, opts EngineOptions) (*Engine, error) {
 	}
 	cfg := wazero.NewRuntimeConfig(). // the compiler on amd64 and arm64
 						WithCompilationCache(e.cache).
-						WithCloseOnContextDone(!opts.noDeadlines) // deadlines interrupt guest loops
+						WithCloseOnContextDone(!opts.noDeadlines) // loop checks; see package interrupt
 	e.rt = wazero.NewRuntimeWithConfig(ctx, cfg)
 	if _, err := abi.Instantiate(ctx, e.rt); err != nil {
 		_ = e.rt.Close(ctx)
@@ -150,6 +151,11 @@ type Module struct {
 	digest   string
 	compiled wazero.CompiledModule
 	info     abi.Info
+	// startSection: wazero runs a function while instantiating, which
+	// only its own goroutine per call can interrupt; see detachWatcher.
+	startSection bool
+	detach       sync.Once
+	detached     bool // wazero starts no goroutine per call; set in detach
 }
 
 // Digest identifies the module by its bytes: "sha256:<hex>".
@@ -207,7 +213,7 @@ func (e *Engine) compile(ctx context.Context, digest string, wasm []byte) (*Modu
 		_ = compiled.Close(ctx)
 		return nil, fmt.Errorf("compile %s: %w", digest, err)
 	}
-	return &Module{e: e, digest: digest, compiled: compiled, info: info}, nil
+	return &Module{e: e, digest: digest, compiled: compiled, info: info, startSection: interrupt.HasStartSection(wasm)}, nil
 }
 
 // retain takes another reference to m (a filter generation using it).

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sluicehq/sluice/runtime/internal/abi"
 	"github.com/sluicehq/sluice/runtime/internal/guestlog"
+	"github.com/sluicehq/sluice/runtime/internal/interrupt"
 	"github.com/sluicehq/sluice/runtime/internal/memlimit"
 	"github.com/sluicehq/sluice/runtime/internal/pool"
 )
@@ -284,11 +285,9 @@ func (f *Filter) newGeneration(ctx context.Context, m *Module) (*generation, err
 		WithSysWalltime().
 		WithSysNanotime().
 		WithRandSource(crand.Reader)
-	if m.info.Start != "" {
-		cfg = cfg.WithStartFunctions(m.info.Start)
-	} else {
-		cfg = cfg.WithStartFunctions()
-	}
+	// newInstance runs the start function itself, under the instance's
+	// deadline timer.
+	cfg = cfg.WithStartFunctions()
 	if m.info.WASI {
 		w := f.opts.WASI
 		stdout, stderr := w.Stdout, w.Stderr
@@ -406,9 +405,11 @@ type instance struct {
 	inv         abi.Invocation
 	ctx         callCtx
 	mem         *memlimit.Memory
+	intr        interrupt.Instance // valid when g.m.detached
 	timer       *time.Timer
 	done        chan struct{}
 	fired       atomic.Bool
+	expired     atomic.Bool // expire has run to its end
 	stack       [2]uint64
 	outstanding int // Calls waiting for handle_response
 	retired     atomic.Bool
@@ -440,34 +441,98 @@ func (g *generation) newInstance(ctx context.Context) (*instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("instantiate %s: %w", g.m.digest, err)
 	}
+	inst.mod = mod
+	if err := g.m.detachWatcher(inst); err != nil {
+		_ = mod.Close(ctx)
+		return nil, fmt.Errorf("instantiate %s: %w", g.m.digest, err)
+	}
+	if start := g.m.info.Start; start != "" {
+		err, fired := inst.call(mod.ExportedFunction(start), nil, f.opts.InitTimeout)
+		var exit *sys.ExitError
+		switch {
+		case fired:
+			err = fmt.Errorf("%w after %s", ErrTimeout, f.opts.InitTimeout)
+		case errors.As(err, &exit) && exit.ExitCode() == 0: // proc_exit(0): checked below
+			err = nil
+		}
+		if err != nil {
+			_ = inst.closeModule()
+			return nil, fmt.Errorf("instantiate %s: %s: %w", g.m.digest, start, err)
+		}
+	}
 	if mod.IsClosed() {
+		_ = inst.closeModule()
 		return nil, fmt.Errorf("instantiate %s: guest exited during %s; build it as a reactor", g.m.digest, g.m.info.Start)
 	}
-	inst.mod = mod
 	inst.handleReq = mod.ExportedFunction(abi.FuncHandleRequest)
 	inst.handleResp = mod.ExportedFunction(abi.FuncHandleResponse)
 	f.live.Add(1)
 	return inst, nil
 }
 
-// expire runs when a call's deadline passes: the context wazero watches
-// reports done, and wazero closes the module.
-func (inst *instance) expire() {
-	if inst.fired.CompareAndSwap(false, true) {
-		close(inst.done)
+// detachWatcher turns wazero's goroutine per call off for m, once, with
+// its first instance, and finds inst's interrupt. A module keeps the
+// goroutine when it has a start section or wazero is not the one package
+// interrupt knows.
+func (m *Module) detachWatcher(inst *instance) error {
+	m.detach.Do(func() {
+		if m.startSection {
+			return
+		}
+		if intr, ok := interrupt.For(inst.mod); ok {
+			intr.Detach()
+			m.detached = true
+		}
+	})
+	if !m.detached {
+		return nil
 	}
+	intr, ok := interrupt.For(inst.mod)
+	if !ok { // a module detached by its first instance; can't happen
+		return errors.New("no deadline interrupt for a module that has no deadline goroutine")
+	}
+	inst.intr = intr
+	return nil
 }
 
-// call runs fn under the filter's deadline. It reports whether the
-// deadline fired (the instance can't be used again then).
-func (inst *instance) call(fn api.Function, stack []uint64) (err error, fired bool) {
-	inst.inv.Deadline = time.Now().Add(inst.g.f.opts.Timeout)
-	inst.timer.Reset(inst.g.f.opts.Timeout)
+// expire runs when a call's deadline passes. On a detached module it
+// interrupts the guest; otherwise the context wazero watches reports
+// done, and wazero's goroutine closes the module.
+func (inst *instance) expire() {
+	if inst.fired.CompareAndSwap(false, true) {
+		if inst.g.m.detached {
+			inst.intr.Interrupt()
+		}
+		close(inst.done)
+	}
+	inst.expired.Store(true)
+}
+
+// call runs fn with a deadline timeout from now. It reports whether the
+// deadline fired (the instance can't be used again then). The timer is
+// the instance's own, so a call allocates nothing, starts no goroutine
+// and takes no lock another instance takes (see RATIONALE.md).
+func (inst *instance) call(fn api.Function, stack []uint64, timeout time.Duration) (err error, fired bool) {
+	inst.inv.Deadline = time.Now().Add(timeout)
+	inst.timer.Reset(timeout)
 	err = fn.CallWithStack(&inst.ctx, stack)
 	if !inst.timer.Stop() {
+		// expire has started: let it finish, so that nothing touches the
+		// module once the caller closes it.
+		for !inst.expired.Load() {
+			goruntime.Gosched()
+		}
 		fired = true
 	}
 	return err, fired || inst.fired.Load()
+}
+
+// closeModule closes the instance's module; it may have been interrupted.
+func (inst *instance) closeModule() error {
+	if inst.g.m.detached {
+		return inst.intr.Close(context.Background(), inst.mod)
+	}
+	return inst.mod.Close(context.Background())
 }
 
 // retireLocked takes the instance out of service; it closes now if no
@@ -490,7 +555,7 @@ func (inst *instance) closeLocked() {
 	}
 	inst.closed = true
 	inst.timer.Stop()
-	_ = inst.mod.Close(context.Background())
+	_ = inst.closeModule()
 	inst.g.f.live.Add(-1)
 }
 
@@ -570,7 +635,7 @@ func (f *Filter) HandleRequest(x HTTP) (*Call, error) {
 
 	inst.inv.Begin(x, abi.PhaseRequest, g.features)
 	stack := inst.stack[:1]
-	callErr, fired := inst.call(inst.handleReq, stack)
+	callErr, fired := inst.call(inst.handleReq, stack, f.opts.Timeout)
 	ctxNext := stack[0]
 	next := callErr == nil && uint32(ctxNext) != 0
 	features := inst.inv.Features()
@@ -645,7 +710,7 @@ func (c *Call) HandleResponse(x HTTP, isError bool) error {
 	if isError {
 		stack[1] = 1
 	}
-	callErr, fired := inst.call(inst.handleResp, stack)
+	callErr, fired := inst.call(inst.handleResp, stack, f.opts.Timeout)
 	endErr := inst.inv.End(false)
 	inst.outstanding--
 	if callErr != nil || fired {

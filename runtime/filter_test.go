@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -271,6 +272,75 @@ func TestFilter_KeepsServing(t *testing.T) {
 		if _, err := roundTrip(good, fakehttp.New("/"), nil); err != nil {
 			t.Fatalf("noop: %v", err)
 		}
+	}
+}
+
+// TestFilter_DeadlineWithoutWatcher: a guest that loops is stopped at its
+// deadline and its instance replaced, both when wazero starts no
+// goroutine per call (the compiler's loop checks and the instance's
+// timer stop it; see RATIONALE.md) and when it does (a module with a
+// start section keeps that goroutine). While the guest loops, the Go
+// runtime can still stop the world for a GC.
+func TestFilter_DeadlineWithoutWatcher(t *testing.T) {
+	compiler := goruntime.GOARCH == "amd64" || goruntime.GOARCH == "arm64"
+	tests := []struct {
+		guest    string
+		detached bool
+	}{
+		{guest: "loop", detached: compiler},
+		{guest: "start_section", detached: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.guest, func(t *testing.T) {
+			ev := newEnv(t)
+			const timeout = 500 * time.Millisecond
+			f := ev.filter(t, tc.guest, runtime.FilterOptions{PoolSize: 1, Timeout: timeout})
+			if got := runtime.Detached(f); got != tc.detached {
+				t.Fatalf("detached = %v, want %v", got, tc.detached)
+			}
+			for i := range 2 { // the second request runs on the replacement
+				start := time.Now()
+				errc := make(chan error, 1)
+				go func() { _, err := roundTrip(f, fakehttp.New("/"), nil); errc <- err }()
+				time.Sleep(timeout / 5)
+				goruntime.GC()
+				if d := time.Since(start); d >= timeout {
+					t.Errorf("request %d: GC returned after %v, past the deadline", i, d)
+				}
+				err := <-errc
+				d := time.Since(start)
+				if !errors.Is(err, runtime.ErrTimeout) {
+					t.Fatalf("request %d: err = %v, want ErrTimeout", i, err)
+				}
+				if d < timeout || d > timeout+2*time.Second {
+					t.Errorf("request %d: stopped after %v, want about %v", i, d, timeout)
+				}
+			}
+			if !ev.obs.has(tc.guest + " request timeout") {
+				t.Errorf("observer calls = %v", ev.obs.calls)
+			}
+			waitFor(t, func() bool { return f.Stats().Live == 1 })
+		})
+	}
+}
+
+// TestEngine_StartLoop: a start function that never returns is stopped
+// at InitTimeout, and the filter is refused.
+func TestEngine_StartLoop(t *testing.T) {
+	ev := newEnv(t)
+	ctx := context.Background()
+	m, err := ev.e.Compile(ctx, guest(t, "start_loop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(ctx)
+	start := time.Now()
+	_, err = ev.e.NewFilter(ctx, "slow", m, runtime.FilterOptions{PoolSize: 2, InitTimeout: 100 * time.Millisecond})
+	if !errors.Is(err, runtime.ErrTimeout) || !strings.Contains(err.Error(), `filter "slow"`) || !strings.Contains(err.Error(), "_start") {
+		t.Errorf("err = %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("refused after %v", d)
 	}
 }
 
