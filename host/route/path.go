@@ -90,7 +90,7 @@ func Canonical(raw []byte) ([]byte, error) {
 	if overlong(p) || dotParam(p) {
 		return nil, ErrBadPath
 	}
-	return p[:normalize(p)], nil
+	return p[:Normalize(p)], nil
 }
 
 // clean reports whether p is already canonical, so that the common case
@@ -174,10 +174,12 @@ func dotParam(p []byte) bool {
 	return false
 }
 
-// normalize resolves dot segments and merges empty ones in place (p
-// starts with '/') and returns the new length. It never writes past the
-// byte it has just read, so the output can share p.
-func normalize(p []byte) int {
+// Normalize resolves dot segments and merges empty ones in place (p
+// starts with '/') and returns the new length; a trailing slash, or a
+// final dot segment, leaves one. It never writes past the byte it has
+// just read, so the output can share p. The static handler cleans the
+// paths it is given (a filter may have rewritten one) with it too.
+func Normalize(p []byte) int {
 	n := len(p)
 	w := 0
 	endSlash := n > 0 && p[n-1] == '/'

@@ -1,5 +1,7 @@
 package static
 
+import "github.com/sluicehq/sluice/host/route"
+
 // pathStatus is the outcome of cleaning a request path.
 type pathStatus uint8
 
@@ -56,54 +58,8 @@ func cleanPath(dst, raw []byte) ([]byte, pathStatus) {
 		}
 		dst = append(dst, c)
 	}
-	n := normalize(dst[start:])
+	n := route.Normalize(dst[start:])
 	return dst[:start+n], pathOK
-}
-
-// normalize cleans p in place (p starts with '/') and returns the new
-// length. It never writes past the byte it has just read, so the output
-// can share p.
-func normalize(p []byte) int {
-	n := len(p)
-	w := 0
-	endSlash := n > 0 && p[n-1] == '/'
-	trailing := endSlash
-	for r := 0; r < n; {
-		if p[r] == '/' {
-			r++
-			continue
-		}
-		e := r
-		for e < n && p[e] != '/' {
-			e++
-		}
-		switch {
-		case e-r == 1 && p[r] == '.':
-			trailing = true
-		case e-r == 2 && p[r] == '.' && p[r+1] == '.':
-			for w > 0 {
-				w--
-				if p[w] == '/' {
-					break
-				}
-			}
-			trailing = true
-		default:
-			p[w] = '/'
-			w += 1 + copy(p[w+1:], p[r:e])
-			trailing = endSlash
-		}
-		r = e
-	}
-	if w == 0 {
-		p[0] = '/'
-		return 1
-	}
-	if trailing {
-		p[w] = '/'
-		w++
-	}
-	return w
 }
 
 func unhex(c byte) (byte, bool) {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/host/route"
 )
 
 func TestCleanPath(t *testing.T) {
@@ -95,7 +97,7 @@ func FuzzCleanPath(f *testing.F) {
 			t.Fatalf("%q: cleaned to %q, not local", raw, s)
 		}
 		again := []byte(s)
-		if n := normalize(again); string(again[:n]) != s {
+		if n := route.Normalize(again); string(again[:n]) != s {
 			t.Fatalf("%q: cleaned to %q, normalized again to %q", raw, s, again[:n])
 		}
 		if dec, err := url.PathUnescape(strings.ReplaceAll(raw, "+", "%2B")); err == nil {
