@@ -17,7 +17,7 @@ import (
 // 101 copies bytes both ways until either side closes.
 func (h *Handler) serveUpgrade(x exchange.Exchange) error {
 	if exchange.Multiplexed(x) { // HTTP/2 and HTTP/3 have no Upgrade
-		return exchange.Errorf(http.StatusBadRequest, "upgrade not supported on "+x.Proto())
+		return exchange.Errorf(http.StatusBadRequest, "upgrade not supported on %s", x.Proto())
 	}
 	s := h.states.Get().(*state)
 	defer func() { s.finish(); h.states.Put(s) }()
