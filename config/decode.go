@@ -238,7 +238,9 @@ func (d *decoder) filter(blk *hcl.Block) *Filter {
 			d.errorf(f.ModuleRange, "Cannot read module", "%q is not a file.", written)
 		}
 	}
+	f.ConfigRange = f.Range
 	if v, ok := b.value("config"); ok {
+		f.ConfigRange = b.rng("config")
 		j, err := ctyjson.SimpleJSONValue{Value: v}.MarshalJSON()
 		if err != nil {
 			d.errorf(b.rng("config"), "Invalid config", "The filter config cannot be encoded as JSON: %s.", err)

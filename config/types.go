@@ -247,6 +247,10 @@ type Filter struct {
 	// ModuleRange is the `module` attribute's value: compile failures are
 	// reported there.
 	ModuleRange hcl.Range `json:"-"`
+	// ConfigRange is the `config` attribute's value, or the block's label
+	// when there is none: a config the filter rejects when it starts is
+	// reported there.
+	ConfigRange hcl.Range `json:"-"`
 }
 
 // Pool sizes a filter's instance pool: the `pool {}` block.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -59,7 +60,7 @@ func (i *Instance) buildFilters(cfg *config.Config) (map[string]*runtime.Filter,
 	}
 	ctx := context.Background()
 	for _, fc := range cfg.Filters {
-		f, err := newFilter(ctx, e, fc)
+		f, err := newFilter(ctx, e, fc, filterOptions(fc))
 		if err != nil {
 			closeAll()
 			return nil, nil, err
@@ -75,7 +76,7 @@ func (i *Instance) buildFilters(cfg *config.Config) (map[string]*runtime.Filter,
 	return filters, closeAll, nil
 }
 
-func newFilter(ctx context.Context, e *runtime.Engine, fc *config.Filter) (*runtime.Filter, error) {
+func newFilter(ctx context.Context, e *runtime.Engine, fc *config.Filter, opts runtime.FilterOptions) (*runtime.Filter, error) {
 	wasm, err := os.ReadFile(fc.Module)
 	if err != nil {
 		return nil, fmt.Errorf("filter %q: %w", fc.Name, err)
@@ -85,17 +86,18 @@ func newFilter(ctx context.Context, e *runtime.Engine, fc *config.Filter) (*runt
 		return nil, fmt.Errorf("filter %q: %w", fc.Name, err)
 	}
 	defer m.Close(ctx)
-	f, err := e.NewFilter(ctx, fc.Name, m, runtime.FilterOptions{
+	return e.NewFilter(ctx, fc.Name, m, opts) // its errors name the filter
+}
+
+// filterOptions are the runtime options of a filter block.
+func filterOptions(fc *config.Filter) runtime.FilterOptions {
+	return runtime.FilterOptions{
 		Config:      fc.Config,
 		Timeout:     fc.Timeout,
 		MemoryLimit: fc.Memory,
 		PoolSize:    fc.Pool.Size,
 		MaxBuffer:   runtimeMaxBuffer(fc.MaxBuffer),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("filter %q: %w", fc.Name, err)
 	}
-	return f, nil
 }
 
 // chainFor returns the Deps.Filters builder for one generation's filters.
@@ -113,42 +115,48 @@ func chainFor(filters map[string]*runtime.Filter) func(names []string, next exch
 	}
 }
 
-// CompileFilters compiles every filter module of cfg and reports each one
-// that fails as a diagnostic at its `module` attribute. `sluice validate`
-// uses it; it instantiates nothing.
-func CompileFilters(cfg *config.Config) error {
+// ValidateFilters loads every filter of cfg as serving it would, without
+// serving: it compiles each module and starts one instance with the
+// filter's config (running the guest's setup, which reads and checks the
+// config), then closes it. It returns a *FilterError for each filter that
+// fails, joined. `sluice validate` uses it. The guest's log output is
+// discarded, except what comes with a failed setup (runtime.SetupError).
+func ValidateFilters(cfg *config.Config) error {
 	if len(cfg.Filters) == 0 {
 		return nil
 	}
 	ctx := context.Background()
-	e, err := runtime.NewEngine(ctx, runtime.EngineOptions{CacheDir: cfg.Server.CacheDir})
+	e, err := runtime.NewEngine(ctx, runtime.EngineOptions{
+		CacheDir: cfg.Server.CacheDir,
+		Logger:   slog.New(slog.DiscardHandler),
+	})
 	if err != nil {
 		return err
 	}
 	defer e.Close(ctx)
 	var errs []error
 	for _, fc := range cfg.Filters {
-		wasm, err := os.ReadFile(fc.Module)
-		if err == nil {
-			var m *runtime.Module
-			if m, err = e.Compile(ctx, wasm); err == nil {
-				m.Close(ctx)
-			}
-		}
+		opts := filterOptions(fc)
+		opts.PoolSize = 1 // a setup fails the same way in every instance
+		f, err := newFilter(ctx, e, fc, opts)
 		if err != nil {
 			errs = append(errs, &FilterError{Filter: fc, Err: err})
+			continue
 		}
+		_ = f.Close(ctx)
 	}
 	return errors.Join(errs...)
 }
 
-// FilterError is a filter module that failed to load.
+// FilterError is a filter that failed to load. Err names the filter; it
+// wraps a *runtime.SetupError when the guest's setup failed (a config it
+// rejects, say), else the module did not compile or could not start.
 type FilterError struct {
 	Filter *config.Filter
 	Err    error
 }
 
-func (e *FilterError) Error() string { return fmt.Sprintf("filter %q: %v", e.Filter.Name, e.Err) }
+func (e *FilterError) Error() string { return e.Err.Error() }
 func (e *FilterError) Unwrap() error { return e.Err }
 
 // runtimeMaxBuffer maps max_buffer to FilterOptions.MaxBuffer, where zero

@@ -41,11 +41,13 @@
 //     FilterOptions, WASIOptions, FilterStats.
 //   - Call (HandleResponse, Release, Features).
 //   - Features and its constants; Observer and the Outcome constants;
-//     the Err sentinel errors.
+//     the Err sentinel errors; SetupError, a guest that failed to start
+//     (NewFilter, Swap).
 //
 // Errors from calls read `filter "NAME": handle_request: <sentinel>:
 // <cause>`. A trap, timeout or memory-cap failure fails its own request
-// only; its instance is replaced in the background.
+// only, and the response header changes of the failed call are undone;
+// its instance is replaced in the background.
 //
 // # Imports
 //

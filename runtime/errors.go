@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/sluicehq/sluice/runtime/internal/abi"
 )
@@ -68,3 +70,59 @@ const (
 	// OutcomeBodyTimeout: a body the guest read did not arrive in time.
 	OutcomeBodyTimeout = "body_timeout"
 )
+
+// SetupError is an instance that failed to start: its _initialize or
+// _start trapped, exited, ran past FilterOptions.InitTimeout or outgrew
+// the memory limit. NewFilter and Swap return it wrapped as
+// `filter "NAME": <SetupError>`. What the guest logged and wrote to
+// stdout and stderr while starting is in it, and is not logged: the error
+// reads
+//
+//	MESSAGE
+//		OUTPUT…
+//		_initialize failed: CAUSE
+//
+// where MESSAGE is what the guest said, the first line it logged at error
+// level or else the first it wrote to stderr ("setup failed" when it said
+// nothing), and OUTPUT the rest of what it logged and wrote, in order.
+type SetupError struct {
+	// Start is the start function that failed: "_initialize" or "_start".
+	Start string
+	// Message is what the guest said; empty when it said nothing.
+	Message string
+	// Output is the rest of what the guest logged and wrote to stdout and
+	// stderr while starting, one line each, in order.
+	Output []string
+	// Err is the cause; it wraps ErrTrap, ErrTimeout or ErrMemory.
+	Err error
+}
+
+func (e *SetupError) Error() string {
+	var b strings.Builder
+	msg := e.Message
+	if msg == "" {
+		msg = "setup failed"
+	}
+	b.WriteString(msg)
+	for _, line := range e.Output {
+		b.WriteByte('\n')
+		if line != "" {
+			b.WriteByte('\t')
+			b.WriteString(line)
+		}
+	}
+	// wazero names the function again: "module[] function[_start] failed: …".
+	cause := strings.Replace(e.Err.Error(), "module[] function["+e.Start+"] failed: ", "", 1)
+	first, rest, _ := strings.Cut(cause, "\n")
+	fmt.Fprintf(&b, "\n\t%s failed: %s", e.Start, first)
+	if e.Message == "" && rest != "" {
+		// Where it trapped is all there is to go on.
+		for line := range strings.SplitSeq(rest, "\n") {
+			b.WriteString("\n\t")
+			b.WriteString(line)
+		}
+	}
+	return b.String()
+}
+
+func (e *SetupError) Unwrap() error { return e.Err }

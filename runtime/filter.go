@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"log/slog"
 	goruntime "runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -289,15 +291,15 @@ func (f *Filter) newGeneration(ctx context.Context, m *Module) (*generation, err
 	// deadline timer.
 	cfg = cfg.WithStartFunctions()
 	if m.info.WASI {
+		// Stdout and stderr that go to the log are set per instance, in
+		// newInstance, to hold what the guest writes while it starts.
 		w := f.opts.WASI
-		stdout, stderr := w.Stdout, w.Stderr
-		if stdout == nil {
-			stdout = guestlog.New(f.log, slog.LevelInfo, "stdout")
+		if w.Stdout != nil {
+			cfg = cfg.WithStdout(w.Stdout)
 		}
-		if stderr == nil {
-			stderr = guestlog.New(f.log, slog.LevelWarn, "stderr")
+		if w.Stderr != nil {
+			cfg = cfg.WithStderr(w.Stderr)
 		}
-		cfg = cfg.WithStdout(stdout).WithStderr(stderr)
 		for k, v := range w.Env {
 			cfg = cfg.WithEnv(k, v)
 		}
@@ -315,26 +317,32 @@ func (f *Filter) newGeneration(ctx context.Context, m *Module) (*generation, err
 	g.refs.Init(1)
 	m.retain()
 
-	// Warm the pool in parallel; any failure fails the generation.
+	// One instance first: a setup that fails (a config the guest
+	// rejects, say) fails the same way in every instance, and is reported
+	// once. Then the rest of the pool, in parallel; any failure fails the
+	// generation, with the first error.
 	insts := make([]*instance, f.opts.PoolSize)
 	errs := make([]error, f.opts.PoolSize)
-	var wg sync.WaitGroup
-	for i := range insts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			insts[i], errs[i] = g.newInstance(ctx)
-		}()
+	insts[0], errs[0] = g.newInstance(ctx)
+	if errs[0] == nil {
+		var wg sync.WaitGroup
+		for i := 1; i < len(insts); i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				insts[i], errs[i] = g.newInstance(ctx)
+			}()
+		}
+		wg.Wait()
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if i := slices.IndexFunc(errs, func(err error) bool { return err != nil }); i >= 0 {
 		for _, inst := range insts {
 			if inst != nil {
 				inst.close()
 			}
 		}
 		_ = m.Close(ctx)
-		return nil, err
+		return nil, errs[i]
 	}
 	g.features = insts[0].inv.InitFeatures
 	for _, inst := range insts {
@@ -423,7 +431,11 @@ func (g *generation) newInstance(ctx context.Context) (*instance, error) {
 	inst := &instance{g: g, done: make(chan struct{})}
 	inst.ctx.inst = inst
 	inst.inv.Config = f.opts.Config
-	inst.inv.Logger = f.log
+	// What the guest logs and writes while it starts is held: logged
+	// when it started, the error's own text when it failed.
+	rec := guestlog.NewRecorder(f.log.Handler())
+	log := slog.New(rec)
+	inst.inv.Logger = log
 	inst.inv.MaxBuffer = f.opts.MaxBuffer
 	// A host call waiting on the client or the next handler's body gives
 	// up a quarter of the timeout before the deadline, which leaves the
@@ -433,13 +445,20 @@ func (g *generation) newInstance(ctx context.Context) (*instance, error) {
 	inst.timer = time.AfterFunc(time.Hour, inst.expire)
 	inst.timer.Stop()
 
+	cfg := g.cfg
+	if g.m.info.WASI && f.opts.WASI.Stdout == nil {
+		cfg = cfg.WithStdout(guestlog.New(log, slog.LevelInfo, "stdout"))
+	}
+	if g.m.info.WASI && f.opts.WASI.Stderr == nil {
+		cfg = cfg.WithStderr(guestlog.New(log, slog.LevelWarn, "stderr"))
+	}
 	ictx, cancel := context.WithTimeout(ctx, f.opts.InitTimeout)
 	defer cancel()
 	ictx = memlimit.With(ictx, inst.mem)
 	ictx = abi.WithInvocation(ictx, &inst.inv)
-	mod, err := f.e.rt.InstantiateModule(ictx, g.m.compiled, g.cfg)
+	mod, err := f.e.rt.InstantiateModule(ictx, g.m.compiled, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("instantiate %s: %w", g.m.digest, err)
+		return nil, f.setupError(g.m.info.Start, rec.Fail(), inst, ictx, err)
 	}
 	inst.mod = mod
 	if err := g.m.detachWatcher(inst); err != nil {
@@ -457,17 +476,70 @@ func (g *generation) newInstance(ctx context.Context) (*instance, error) {
 		}
 		if err != nil {
 			_ = inst.closeModule()
-			return nil, fmt.Errorf("instantiate %s: %s: %w", g.m.digest, start, err)
+			return nil, f.setupError(start, rec.Fail(), inst, ictx, err)
 		}
 	}
+	rec.Release()
 	if mod.IsClosed() {
 		_ = inst.closeModule()
 		return nil, fmt.Errorf("instantiate %s: guest exited during %s; build it as a reactor", g.m.digest, g.m.info.Start)
 	}
+	inst.inv.Logger = f.log
 	inst.handleReq = mod.ExportedFunction(abi.FuncHandleRequest)
 	inst.handleResp = mod.ExportedFunction(abi.FuncHandleResponse)
 	f.live.Add(1)
 	return inst, nil
+}
+
+// setupError makes the error of a failed start from what the guest
+// logged and wrote while starting (held, not logged) and the cause.
+func (f *Filter) setupError(start string, held []slog.Record, inst *instance, ictx context.Context, err error) error {
+	var exit *sys.ExitError
+	switch {
+	case errors.Is(err, ErrTimeout): // the start function's deadline fired
+	case errors.Is(ictx.Err(), context.DeadlineExceeded) || errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded:
+		err = fmt.Errorf("%w after %s", ErrTimeout, f.opts.InitTimeout)
+	case inst.mem.Hit():
+		err = fmt.Errorf("%w (%d bytes): %w", ErrMemory, f.opts.MemoryLimit, err)
+	default:
+		err = fmt.Errorf("%w: %w", ErrTrap, err)
+	}
+	se := &SetupError{Start: start, Err: err}
+	said := -1 // the record that says what went wrong
+	for i, r := range held {
+		if source(r) == "guest" && r.Level >= slog.LevelError {
+			said = i
+			break
+		}
+	}
+	if said < 0 {
+		said = slices.IndexFunc(held, func(r slog.Record) bool { return source(r) == "stderr" && r.Message != "" })
+	}
+	for i, r := range held {
+		if i == said {
+			se.Message = r.Message
+		} else {
+			se.Output = append(se.Output, r.Message)
+		}
+	}
+	for len(se.Output) > 0 && strings.TrimSpace(se.Output[len(se.Output)-1]) == "" {
+		se.Output = se.Output[:len(se.Output)-1]
+	}
+	return se
+}
+
+// source is the "source" attribute of a guest's log record: "guest" for
+// the log host function, "stdout" or "stderr" for WASI output.
+func source(r slog.Record) string {
+	var s string
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "source" {
+			s = a.Value.String()
+			return false
+		}
+		return true
+	})
+	return s
 }
 
 // detachWatcher turns wazero's goroutine per call off for m, once, with
@@ -644,6 +716,7 @@ func (f *Filter) HandleRequest(x HTTP) (*Call, error) {
 		inst.retireLocked()
 	}
 	if callErr != nil {
+		inst.inv.Rollback(x)
 		outcome, cause := f.classify(inst, callErr)
 		inst.mu.Unlock()
 		g.release()
@@ -722,6 +795,7 @@ func (c *Call) HandleResponse(x HTTP, isError bool) error {
 	var outcome string
 	var cause error
 	if callErr != nil {
+		inst.inv.Rollback(x)
 		outcome, cause = f.classify(inst, callErr)
 	}
 	inst.mu.Unlock()

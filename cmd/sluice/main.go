@@ -20,7 +20,7 @@ func init() {
 		{"serve", "[-c FILE.hcl]", "run a config; with no config, serve the current directory on 127.0.0.1:8080", cmdServe},
 		{"file-server", "--root DIR [--listen ADDR] [--browse]", "serve a directory (like python -m http.server)", cmdFileServer},
 		{"proxy", "--to URL [--listen ADDR]", "reverse-proxy everything to one upstream", cmdProxy},
-		{"validate", "-c FILE.hcl", "check a config (and compile its filters); print FILE:LINE:COL problems", cmdValidate},
+		{"validate", "-c FILE.hcl", "check a config (and start each filter with its config); print FILE:LINE:COL problems", cmdValidate},
 		{"fmt", "[-w] FILE.hcl", "print (or rewrite) a config in canonical format", cmdFmt},
 		{"reload", "[--admin ADDR]", "ask a running server to reload its config", cmdReload},
 		{"version", "", "print the version, the commit and the Go version", cmdVersion},

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/host"
+	"github.com/sluicehq/sluice/runtime"
 )
 
 func newFlags(name, args, about string) *flag.FlagSet {
@@ -167,9 +168,11 @@ func cmdValidate(args []string) int { return validate(args, os.Stderr) }
 
 // validate checks a config and writes its problems (or "valid") to w.
 func validate(args []string, w io.Writer) int {
-	fs := newFlags("validate", "-c FILE.hcl", `Check a config without running it: parse, check every block, and compile
-every filter module. Exit 0 when it is valid; else print each problem as
-FILE:LINE:COL: message, with the offending line, and exit 1.`)
+	fs := newFlags("validate", "-c FILE.hcl", `Check a config without running it: parse, check every block, compile
+every filter module and start one instance of each filter with its config
+(the guest's setup checks the config as serve would). Exit 0 when it is
+valid; else print each problem as FILE:LINE:COL: message, with the
+offending line, and exit 1.`)
 	fs.SetOutput(w)
 	file := fs.String("c", "", "config `file` (HCL)")
 	fs.StringVar(file, "config", "", "config `file` (same as -c)")
@@ -266,10 +269,12 @@ func cmdReload(args []string) int {
 	return 0
 }
 
-// validateFilters compiles every filter module and reports each failure
-// at its `module` attribute.
+// validateFilters loads every filter as serving would (compile, then one
+// instance running the guest's setup with its config) and reports each
+// failure: a failed setup at the filter's `config` attribute, anything
+// else at its `module` attribute.
 func validateFilters(cfg *config.Config) hcl.Diagnostics {
-	err := host.CompileFilters(cfg)
+	err := host.ValidateFilters(cfg)
 	if err == nil {
 		return nil
 	}
@@ -277,11 +282,15 @@ func validateFilters(cfg *config.Config) hcl.Diagnostics {
 	for _, e := range unjoin(err) {
 		var fe *host.FilterError
 		if errors.As(e, &fe) {
-			r := fe.Filter.ModuleRange
+			summary, r := "Invalid filter module", fe.Filter.ModuleRange
+			var se *runtime.SetupError
+			if errors.As(fe.Err, &se) {
+				summary, r = "Filter setup failed", fe.Filter.ConfigRange
+			}
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
-				Summary:  "Invalid filter module",
-				Detail:   fmt.Sprintf("filter %q: %v", fe.Filter.Name, fe.Err),
+				Summary:  summary,
+				Detail:   fe.Err.Error(),
 				Subject:  &r,
 			})
 			continue

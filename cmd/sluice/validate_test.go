@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,6 +40,42 @@ func TestValidateGoldens(t *testing.T) {
 			var out bytes.Buffer
 			if rc := validate([]string{"-c", f}, &out); rc != 0 {
 				t.Errorf("exit %d, want 0:\n%s", rc, out.String())
+			}
+		})
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// TestValidateSetup runs `sluice validate` on configs that parse but that
+// a filter rejects when it starts (testdata/validate): validate runs each
+// filter's setup with its config, as serve does, and must print exactly
+// the golden diagnostics (the guest's message at the `config` attribute)
+// and exit 1. -update rewrites the goldens.
+func TestValidateSetup(t *testing.T) {
+	files, _ := filepath.Glob("testdata/validate/*.hcl")
+	if len(files) < 2 {
+		t.Fatalf("too few fixtures: %d", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			var out bytes.Buffer
+			if rc := validate([]string{"-c", f}, &out); rc != 1 {
+				t.Errorf("exit %d, want 1", rc)
+			}
+			golden := strings.TrimSuffix(f, ".hcl") + ".golden"
+			if *update {
+				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./cmd/sluice -run TestValidateSetup -update to create it)", err)
+			}
+			if out.String() != string(want) {
+				t.Errorf("output differs from golden (-update accepts it):\n--- got\n%s--- want\n%s", out.String(), want)
 			}
 		})
 	}

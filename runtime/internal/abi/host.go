@@ -341,6 +341,7 @@ func setHeaderValue(ctx context.Context, mod api.Module, stack []uint64) {
 	if kind == HeaderRequest {
 		inv.x.SetRequestHeader(n, v)
 	} else {
+		inv.saveResponseHeader(n)
 		inv.x.SetResponseHeader(n, v)
 	}
 }
@@ -351,6 +352,7 @@ func addHeaderValue(ctx context.Context, mod api.Module, stack []uint64) {
 	if kind == HeaderRequest {
 		inv.x.AddRequestHeader(n, v)
 	} else {
+		inv.saveResponseHeader(n)
 		inv.x.AddResponseHeader(n, v)
 	}
 }
@@ -369,7 +371,9 @@ func removeHeader(ctx context.Context, mod api.Module, stack []uint64) {
 		inv.x.DelRequestHeader(string(name))
 	case HeaderResponse:
 		inv.mustBeforeNextOr(FeatureBufferResponse, FuncRemoveHeader, "changing response headers")
-		inv.x.DelResponseHeader(string(name))
+		n := string(name)
+		inv.saveResponseHeader(n)
+		inv.x.DelResponseHeader(n)
 	default:
 		// There are never trailers here, so there is nothing to remove.
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -85,6 +86,10 @@ type Invocation struct {
 	headerBytes int
 	bodyBytes   int
 
+	// saved holds, for each response header field the call changed, its
+	// values before the first change, for Rollback. It outlives End.
+	saved []savedField
+
 	scratch []byte
 	spans   [][2]int
 }
@@ -92,6 +97,57 @@ type Invocation struct {
 // Begin prepares a guest call for x in phase with the given features.
 func (inv *Invocation) Begin(x HTTP, phase Phase, features Features) {
 	inv.x, inv.phase, inv.features = x, phase, features
+	clear(inv.saved)
+	inv.saved = inv.saved[:0]
+}
+
+// savedField is a response header field as it was before a call changed
+// it: its name and values (none when it was absent).
+type savedField struct {
+	name   string
+	values []string
+}
+
+// saveResponseHeader keeps name's values before the call's first change
+// of it.
+func (inv *Invocation) saveResponseHeader(name string) {
+	for _, s := range inv.saved {
+		if strings.EqualFold(s.name, name) {
+			return
+		}
+	}
+	s := savedField{name: name}
+	if inv.x.ResponseHeader(name) != nil {
+		s.name = ""
+		inv.x.VisitResponseHeaders(func(n, v []byte) {
+			if strings.EqualFold(string(n), name) {
+				if s.name == "" {
+					s.name = string(n) // restored as it was spelled
+				}
+				s.values = append(s.values, string(v))
+			}
+		})
+		if s.name == "" {
+			s.name = name
+		}
+	}
+	inv.saved = append(inv.saved, s)
+}
+
+// Rollback undoes the response header changes of the last call on x, a
+// call that failed: the host renders its error on a response that has
+// none of them. End calls it for a call whose body read the host stopped;
+// the caller calls it, after End, for a call that trapped or timed out.
+func (inv *Invocation) Rollback(x HTTP) {
+	for i := len(inv.saved) - 1; i >= 0; i-- { // last change first: undo order
+		s := inv.saved[i]
+		x.DelResponseHeader(s.name)
+		for _, v := range s.values {
+			x.AddResponseHeader(s.name, v)
+		}
+	}
+	clear(inv.saved)
+	inv.saved = inv.saved[:0]
 }
 
 // Features are those in effect for the current request.
@@ -125,6 +181,9 @@ func (inv *Invocation) End(next bool) error {
 		}
 	}
 	err := inv.bodyErr
+	if err != nil {
+		inv.Rollback(inv.x)
+	}
 	if !inv.rdAt.IsZero() && err == nil {
 		// The next handler reads the rest of the body, if any, and the
 		// connection its next request: not under the filter's deadline.
