@@ -91,27 +91,7 @@ func (s *Server) openListener(o ListenerOptions) (*listener, error) {
 	}
 
 	h := s.dispatch(l)
-	fast := exchange.Fast(h, s.renderError, o.TLS)
-	readTimeout, headerReceived := fastTimeouts(o)
-	l.fast = &fasthttp.Server{
-		Handler:                      l.fastHandler(fast),
-		ErrorHandler:                 l.engineError,
-		Name:                         "sluice",
-		NoDefaultContentType:         true,
-		DisablePreParseMultipartForm: true,
-		ReadTimeout:                  readTimeout,
-		HeaderReceived:               headerReceived,
-		WriteTimeout:                 o.WriteTimeout,
-		IdleTimeout:                  o.IdleTimeout,
-		ReadBufferSize:               int(o.MaxHeaderBytes),
-		MaxRequestBodySize:           int(o.MaxRequestBody),
-		Concurrency:                  o.MaxConns,
-		CloseOnShutdown:              true,
-		TCPKeepalive:                 true,
-		SecureErrorLogMessage:        true,
-		Logger:                       fastLogger{s.log},
-		StreamRequestBody:            true,
-	}
+	l.fast = l.newFast(h)
 	if o.TLS || o.H2C {
 		l.std = l.newStd(exchange.Std(h, s.renderError))
 		l.toFast, l.toStd = newConnQueue(raw.Addr()), newConnQueue(raw.Addr())
@@ -157,6 +137,33 @@ func (s *Server) openListener(o ListenerOptions) (*listener, error) {
 	}()
 	s.log.Info("listening", "address", raw.Addr().String(), "tls", o.TLS, "h2c", o.H2C)
 	return l, nil
+}
+
+// newFast configures fasthttp for the HTTP/1.1 connections of this
+// listener, with the listener's limits: h behind the exchange adapter
+// and the fasthttp shim (fastHandler, engineError).
+func (l *listener) newFast(h exchange.Handler) *fasthttp.Server {
+	o, s := l.opts, l.srv
+	readTimeout, headerReceived := fastTimeouts(o)
+	return &fasthttp.Server{
+		Handler:                      l.fastHandler(exchange.Fast(h, s.renderError, o.TLS)),
+		ErrorHandler:                 l.engineError,
+		Name:                         "sluice",
+		NoDefaultContentType:         true,
+		DisablePreParseMultipartForm: true,
+		ReadTimeout:                  readTimeout,
+		HeaderReceived:               headerReceived,
+		WriteTimeout:                 o.WriteTimeout,
+		IdleTimeout:                  o.IdleTimeout,
+		ReadBufferSize:               int(o.MaxHeaderBytes),
+		MaxRequestBodySize:           int(o.MaxRequestBody),
+		Concurrency:                  o.MaxConns,
+		CloseOnShutdown:              true,
+		TCPKeepalive:                 true,
+		SecureErrorLogMessage:        true,
+		Logger:                       fastLogger{s.log},
+		StreamRequestBody:            true,
+	}
 }
 
 // fastTimeouts maps the listener's timeouts onto fasthttp, which has one
@@ -328,14 +335,18 @@ var errNoCertificate = errors.New("no certificate configured for this address")
 
 // fastHandler is the fasthttp shim in front of the exchange adapter:
 // what is about fasthttp's parser and connections, not about policy
-// (that is the front door's, in dispatch, for every engine). A chunked
-// request that also declares Content-Length is refused; an error answer
-// that closes the connection closes it lingering, so that a client still
-// sending its body reads the status instead of a reset.
+// (that is the front door's, in dispatch, for every engine). It refuses
+// with 400 what fasthttp's parser lets through and RFC 9112 does not
+// (fields): a field name with a space in it, Transfer-Encoding
+// "identity", and a chunked request that also declares Content-Length.
+// An error answer that closes the connection closes it lingering, so
+// that a client still sending its body reads the status instead of a
+// reset.
 func (l *listener) fastHandler(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		if ctx.Request.Header.ContentLength() == -1 && smuggled(ctx.Request.Header.RawHeaders()) {
-			l.engineError(ctx, errConflictingFraming)
+		h := &ctx.Request.Header
+		if err := fields(h.RawHeaders(), h.ContentLength() == -1); err != nil {
+			l.engineError(ctx, err)
 			return
 		}
 		next(ctx)
@@ -346,7 +357,10 @@ func (l *listener) fastHandler(next fasthttp.RequestHandler) fasthttp.RequestHan
 }
 
 // engineError answers requests the engine could not parse: malformed
-// framing is a 400, an oversized header a 431, an oversized body a 413.
+// framing is a 400 (a transfer coding other than chunked too: RFC 9112,
+// section 6.3, requires it where chunked is not the final coding, and
+// allows it for the rest), an oversized header a 431, an oversized body a
+// 413.
 func (l *listener) engineError(ctx *fasthttp.RequestCtx, err error) {
 	status, msg := fasthttp.StatusBadRequest, "bad request"
 	var small *fasthttp.ErrSmallBuffer
@@ -427,14 +441,29 @@ func linger(c net.Conn) {
 	}
 }
 
-var errConflictingFraming = errors.New("both Transfer-Encoding and Content-Length")
+var (
+	errConflictingFraming = errors.New("both Transfer-Encoding and Content-Length")
+	errFieldName          = errors.New("space in a field name")
+	errTransferCoding     = errors.New("transfer coding other than chunked")
+)
 
-// smuggled reports whether a chunked request also carried Content-Length.
-// RFC 9112 lets a server ignore Content-Length then, but a proxy in front
-// may have framed the request by it: refusing both is the safe answer to
-// request smuggling. Only chunked requests pay for this scan.
-func smuggled(raw []byte) bool {
-	const name = "content-length:"
+// fields checks the request's header lines as sent (raw) for what
+// fasthttp's parser tolerates:
+//
+//   - a field name with a space inside ("X y: z"): a field name is a
+//     token (RFC 9110, section 5.1), and an upstream could read the line
+//     otherwise;
+//   - Transfer-Encoding "identity", the one coding besides chunked that
+//     fasthttp takes (as no coding at all, framing the body by
+//     Content-Length): RFC 9112 has no such coding, and a request whose
+//     final coding is not chunked is a 400 (section 6.3);
+//   - on a chunked request, Content-Length: RFC 9112 lets a server ignore
+//     it then, but a proxy in front may have framed the request by it, so
+//     refusing both is the safe answer to request smuggling.
+//
+// One pass over the lines, a memchr or two each.
+func fields(raw []byte, chunked bool) error {
+	const cl, te = "content-length", "transfer-encoding"
 	for len(raw) > 0 {
 		i := bytes.IndexByte(raw, '\n')
 		line := raw
@@ -443,11 +472,25 @@ func smuggled(raw []byte) bool {
 		} else {
 			raw = nil
 		}
-		if len(line) >= len(name) && bytes.EqualFold(line[:len(name)], []byte(name)) {
-			return true
+		if line[0] == ' ' || line[0] == '\t' { // obs-fold continuation
+			continue
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon < 0 {
+			continue
+		}
+		name := line[:colon]
+		if bytes.IndexByte(name, ' ') >= 0 {
+			return errFieldName
+		}
+		switch {
+		case chunked && len(name) == len(cl) && bytes.EqualFold(name, []byte(cl)):
+			return errConflictingFraming
+		case !chunked && len(name) == len(te) && bytes.EqualFold(name, []byte(te)):
+			return errTransferCoding
 		}
 	}
-	return false
+	return nil
 }
 
 type fastLogger struct{ log *slog.Logger }

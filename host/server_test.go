@@ -20,7 +20,7 @@ import (
 // startConfig writes src (with %s replaced by the docroot) to a temp
 // config file and starts an instance on it. It returns the instance and
 // the base URL of its first listener.
-func startConfig(t *testing.T, src string) (*Instance, string, string) {
+func startConfig(t testing.TB, src string) (*Instance, string, string) {
 	t.Helper()
 	dir := t.TempDir()
 	root := filepath.Join(dir, "public")
@@ -48,7 +48,7 @@ func startConfig(t *testing.T, src string) (*Instance, string, string) {
 	return inst, fmt.Sprintf("http://127.0.0.1:%d", port), path
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -25,7 +25,9 @@ type Exchange interface {
 	Path() []byte
 	// Query is the raw query string without the '?'; empty when none.
 	Query() []byte
-	// RequestURI is Path, plus '?' and Query when there is one.
+	// RequestURI is Path, plus '?' and Query when there is one. Until
+	// the front door has made it origin-form, it is the target as sent:
+	// absolute-form ("http://a.test/p") or authority-form ("a.test:443").
 	RequestURI() []byte
 	// SetRequestURI replaces path and query ("/a/b?x=1").
 	SetRequestURI(uri string)

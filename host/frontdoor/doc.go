@@ -7,6 +7,7 @@
 // decides, once per request and in this order:
 //
 //   - the HTTP version (505 for anything but 1.0, 1.1, 2 and 3);
+//   - CONNECT on HTTP/1.x (400: sluice is no proxy);
 //   - the authority: an absolute-form target's authority replaces Host
 //     (RFC 9112, section 3.2.2) and the target becomes origin-form, so
 //     that routing, the TLS policy and mutual TLS all use the same name;
@@ -22,7 +23,8 @@
 //   - after the handler: HSTS and Alt-Svc, unless the handler set its own.
 //
 // What is engine-specific stays in thin shims in host/listener.go (the
-// framing check of fasthttp's parser, lingering close, header timeouts).
+// field and framing checks fasthttp's parser skips, lingering close,
+// header timeouts).
 //
 // frontdoor imports exchange, route and tlsconf; it knows nothing of
 // engines, generations or config.

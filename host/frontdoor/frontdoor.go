@@ -36,6 +36,7 @@ var (
 	ErrVersion     = exchange.Errorf(http.StatusHTTPVersionNotSupported, "http version not supported")
 	ErrBadTarget   = exchange.Errorf(http.StatusBadRequest, "bad request: malformed request target")
 	ErrBadHost     = exchange.Errorf(http.StatusBadRequest, "bad request: malformed or missing host")
+	ErrConnect     = exchange.Errorf(http.StatusBadRequest, "bad request: not a proxy")
 	ErrMisdirected = exchange.Errorf(http.StatusMisdirectedRequest, "misdirected request: this host needs its own TLS connection")
 	ErrNoSite      = exchange.Errorf(http.StatusNotFound, "not found")
 )
@@ -61,6 +62,13 @@ func (d *Door) Serve(x exchange.Exchange, altSvc string, next func(*route.Site) 
 		}
 	default:
 		return ErrVersion
+	}
+	if string(x.Method()) == http.MethodConnect && !exchange.Multiplexed(x) {
+		// A tunnel through a proxy (RFC 9110, section 9.3.6), which
+		// sluice is not; as nginx, refused on HTTP/1.x. (On HTTP/2 and
+		// HTTP/3, extended CONNECT carries WebSockets.) Its target would
+		// be an authority, or empty, which net/http serves as "/".
+		return ErrConnect
 	}
 	if err := authority(x); err != nil {
 		return err
@@ -151,7 +159,8 @@ func (d *Door) client(x exchange.Exchange) {
 // authority makes the request's authority the one every later step uses.
 // An absolute-form target ("http://a.test/p?q") names it, replacing Host
 // (RFC 9112, section 3.2.2), and becomes origin-form ("/p?q"). HTTP/1.1
-// requires one (RFC 9112, section 3.2); it must be a valid host[:port].
+// requires one (RFC 9112, section 3.2); it must be a valid host[:port],
+// and so must a Host header sent beside an absolute-form target.
 func authority(x exchange.Exchange) error {
 	uri := x.RequestURI()
 	if len(uri) > 0 && uri[0] != '/' && !(len(uri) == 1 && uri[0] == '*') {
@@ -160,6 +169,12 @@ func authority(x exchange.Exchange) error {
 			return ErrBadTarget
 		}
 		if !validHost(host) {
+			return ErrBadHost
+		}
+		// The Host header it replaces still has to be valid, or empty
+		// (RFC 9112, section 3.2: a 400 for "a Host header field with an
+		// invalid field value"), as net/http and nginx have it.
+		if h := x.Host(); len(h) > 0 && !validHost(h) {
 			return ErrBadHost
 		}
 		// Copies: the setters may reuse the buffers uri points into.
@@ -182,8 +197,12 @@ func authority(x exchange.Exchange) error {
 
 // splitAbsolute splits an absolute-form target into its authority and
 // its origin-form rest ("/" when the path is empty). Only http and https
-// are served; userinfo is refused.
+// are served; userinfo is refused, and so is a fragment, which no form of
+// request-target has (RFC 9112, section 3.2).
 func splitAbsolute(uri []byte) (host, rest []byte, ok bool) {
+	if bytes.IndexByte(uri, '#') >= 0 {
+		return nil, nil, false
+	}
 	var n int
 	switch {
 	case len(uri) >= 7 && bytes.EqualFold(uri[:7], []byte("http://")):
@@ -196,7 +215,7 @@ func splitAbsolute(uri []byte) (host, rest []byte, ok bool) {
 	a := uri[n:]
 	end := len(a)
 	for i, c := range a {
-		if c == '/' || c == '?' || c == '#' {
+		if c == '/' || c == '?' {
 			end = i
 			break
 		}
@@ -213,8 +232,9 @@ func splitAbsolute(uri []byte) (host, rest []byte, ok bool) {
 }
 
 // validHost reports whether h is host[:port] as RFC 3986 has it: a
-// reg-name or IPv4 address (unreserved, sub-delims, pct-encoded) or a
-// bracketed IP literal, and an optional port of digits.
+// reg-name or IPv4 address (unreserved and sub-delims; not pct-encoded,
+// see hostChar) or a bracketed IP literal, and an optional port of
+// digits.
 func validHost(h []byte) bool {
 	if len(h) > 0 && h[0] == '[' {
 		i := bytes.IndexByte(h, ']')
@@ -253,9 +273,14 @@ func validPort(p []byte) bool {
 	return true
 }
 
-// hostChar marks the bytes of a reg-name: unreserved, sub-delims and '%'.
+// hostChar marks the bytes of a reg-name: unreserved and sub-delims.
+// Percent-encoding, which RFC 3986 also allows there, is refused: no
+// client needs it (a name outside ASCII travels as its A-label), the
+// site table matches names as sent while fasthttp's parser decodes them
+// ("a%2etest" would be two names at once), and fasthttp refuses most
+// such hosts before the door sees them.
 var hostChar = func() (t [256]bool) {
-	for _, c := range []byte("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=%") {
+	for _, c := range []byte("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=") {
 		t[c] = true
 	}
 	return t
