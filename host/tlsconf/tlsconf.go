@@ -155,7 +155,6 @@ type Table struct {
 	wild     []wildcard         // longest suffix first
 	def      *Policy
 	strip    []string
-	perReq   bool
 	log      *slog.Logger
 	closed   atomic.Bool
 	stop     chan struct{}
@@ -216,9 +215,6 @@ func New(sites []Site, o Options) (_ *Table, err error) {
 		if s.ClientCertHeader != "" && !headers[strings.ToLower(s.ClientCertHeader)] {
 			headers[strings.ToLower(s.ClientCertHeader)] = true
 			t.strip = append(t.strip, s.ClientCertHeader)
-		}
-		if p.HSTS != "" || p.ClientAuth != NoClientCert || p.ClientCertHeader != "" {
-			t.perReq = true
 		}
 	}
 	sort.SliceStable(t.wild, func(i, j int) bool { return len(t.wild[i].suffix) > len(t.wild[j].suffix) })
@@ -403,18 +399,10 @@ func (t *Table) Misdirected(p *Policy, sni string) bool {
 	return p != nil && p.ClientAuth != NoClientCert && p != t.ForServerName(sni)
 }
 
-// PerRequest reports whether any site needs work per request (HSTS,
-// client identity, the misdirection check); when false the host skips
-// the per-request lookup.
-func (t *Table) PerRequest() bool { return t.perReq }
-
 // StripHeaders returns the client-identity header names of every site:
 // the host deletes them from every request, so that a client cannot
 // spoof an identity.
 func (t *Table) StripHeaders() []string { return t.strip }
-
-// Default returns the default site's policy.
-func (t *Table) Default() *Policy { return t.def }
 
 // Close stops background work (ACME issuance retries) and releases the
 // table's hold on shared ACME managers. It is idempotent.
