@@ -240,6 +240,11 @@ func (w *wrapped) startAttributes(span trace.Span, x exchange.Exchange) {
 	if ip, port := addrParts(x.RemoteAddr()); ip != "" {
 		attrs = append(attrs, semconv.ClientAddress(ip), semconv.ClientPort(port))
 	}
+	if exchange.PeerTrusted(x) { // the client came through a trusted proxy: the peer too
+		if ip, port := addrParts(exchange.Peer(x)); ip != "" {
+			attrs = append(attrs, semconv.NetworkPeerAddress(ip), semconv.NetworkPeerPort(port))
+		}
+	}
 	if ua := x.RequestHeader("User-Agent"); len(ua) > 0 {
 		attrs = append(attrs, semconv.UserAgentOriginal(string(ua)))
 	}
