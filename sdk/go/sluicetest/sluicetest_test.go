@@ -142,6 +142,7 @@ func TestConfigErrors(t *testing.T) {
 func TestQueryValue(t *testing.T) {
 	for _, tc := range []struct{ q, name, want string }{
 		{"a=1&b=2", "b", "2"}, {"a=x%20y", "a", "x y"}, {"a+b=c", "a b", "c"}, {"k", "k", ""},
+		{"debug=%zz", "debug", "%zz"}, {"d=%zz+a", "d", "%zz+a"}, // malformed: as sent (sdk/README.md)
 	} {
 		if got, ok := sluice.QueryValue(tc.q, tc.name); !ok || got != tc.want {
 			t.Errorf("QueryValue(%q, %q) = %q, %v", tc.q, tc.name, got, ok)
