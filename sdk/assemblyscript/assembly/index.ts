@@ -215,6 +215,18 @@ export class Request {
     const i = u.indexOf("?");
     return i < 0 ? u : u.substring(0, i);
   }
+  /** The URI after the first '?', still percent-encoded ("" when none). */
+  rawQuery(): string {
+    const u = this.uri();
+    const i = u.indexOf("?");
+    return i < 0 ? "" : u.substring(i + 1);
+  }
+  /** The first value of query parameter name, decoded ("+" and %XX; a
+   * malformed escape such as %zz is kept as it is), or null when the
+   * parameter is absent. See queryValue. */
+  query(name: string): string | null {
+    return queryValue(this.rawQuery(), name);
+  }
   protocol(): string {
     return getString((b: usize, l: u32): u32 => hh_get_protocol_version(b, l));
   }
@@ -240,6 +252,64 @@ export class Response {
     if (contentType.length > 0) this.headers.set("Content-Type", contentType);
     this.body.writeString(body);
   }
+}
+
+// ---- query parameters ----
+//
+// The rules of the C SDK's sluice_query (and, but for malformed escapes,
+// the Go SDK's QueryValue): parameters are separated by "&"; a name is
+// compared after decoding; the first match wins; a parameter without "="
+// has the empty value. Unlike decodeURIComponent, which throws (an abort:
+// a trap) on "%zz", decoding never fails: a "%" not followed by two hex
+// digits is kept as it is.
+
+function unhex(c: u8): i32 {
+  if (c >= 48 && c <= 57) return <i32>c - 48;
+  if (c >= 97 && c <= 102) return <i32>c - 87;
+  if (c >= 65 && c <= 70) return <i32>c - 55;
+  return -1;
+}
+
+/** Decodes a query component: "+" is a space, %XX a byte, and a "%"
+ * without two hex digits after it stays literal. Never traps; decoded
+ * bytes that are not UTF-8 are read as leniently as every host string. */
+export function queryUnescape(s: string): string {
+  if (s.indexOf("%") < 0 && s.indexOf("+") < 0) return s;
+  const b = Uint8Array.wrap(String.UTF8.encode(s));
+  const out = new Uint8Array(b.length);
+  let n = 0;
+  for (let i = 0; i < b.length; i++) {
+    let c = b[i];
+    if (c == 43) {
+      c = 32; // '+'
+    } else if (c == 37 && i + 2 < b.length) { // '%'
+      const hi = unhex(b[i + 1]), lo = unhex(b[i + 2]);
+      if (hi >= 0 && lo >= 0) {
+        c = <u8>(hi << 4 | lo);
+        i += 2;
+      }
+    }
+    out[n++] = c;
+  }
+  return String.UTF8.decodeUnsafe(out.dataStart, <usize>n);
+}
+
+/** The first value of parameter name in a raw query ("a=1&b=x%20y",
+ * without the "?"), decoded; null when it is absent. */
+export function queryValue(rawQuery: string, name: string): string | null {
+  let start = 0;
+  while (start < rawQuery.length) {
+    let end = rawQuery.indexOf("&", start);
+    if (end < 0) end = rawQuery.length;
+    const kv = rawQuery.substring(start, end);
+    const eq = kv.indexOf("=");
+    const k = eq < 0 ? kv : kv.substring(0, eq);
+    if (k == name || queryUnescape(k) == name) {
+      return eq < 0 ? "" : queryUnescape(kv.substring(eq + 1));
+    }
+    start = end + 1;
+  }
+  return null;
 }
 
 // ---- registration and the exports ----

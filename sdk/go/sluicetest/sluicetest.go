@@ -34,7 +34,10 @@ import (
 // one config.
 type Filter struct {
 	// Next is the next handler (the upstream) for requests the filter
-	// continues. Nil answers 200 with the body "next\n".
+	// continues. Nil answers 200 with the body "next\n". Its response
+	// is relayed as the server's proxy handler relays an upstream's:
+	// response fields the filter set before continuing stay, and Next's
+	// are added after them (Content-Type and Server: Next's replaces).
 	Next http.Handler
 	// RemoteAddr is the client's address for requests whose RemoteAddr is
 	// empty. Default "192.0.2.1:1234".
@@ -117,9 +120,10 @@ func (f *Filter) Do(r *http.Request) *Result {
 		rec := httptest.NewRecorder()
 		next.ServeHTTP(rec, x.outRequest())
 		x.status = rec.Code
-		x.respHeader = rec.Header().Clone()
+		mergeNext(x.respHeader, rec.Result().Header)
 		x.respBody = rec.Body.Bytes()
 		x.phase = phaseResponse
+		x.respRead, x.respWrote = 0, false // a new call: its first write replaces
 		abi.Guest.HandleResponse(uint32(ctxNext>>32), 0)
 	}
 	res.Status = x.status
@@ -127,6 +131,28 @@ func (f *Filter) Do(r *http.Request) *Result {
 	res.Body = x.respBody
 	res.Logs = x.logs
 	return res
+}
+
+// singleNext are the response fields the server's HTTP/1.1 engine keeps
+// once: for these, the next handler's value replaces the one the filter
+// set in its request phase.
+var singleNext = []string{"Content-Type", "Server"}
+
+// mergeNext adds the next handler's response fields (as sent: those it
+// had when it wrote its header) to what the filter set in its request
+// phase, as the server does with a proxied response (sdk/ABI.md,
+// "Response headers set before the next handler"): the filter's values
+// stay and come first, the next handler's follow, except for singleNext.
+func mergeNext(dst, next http.Header) {
+	for k, vs := range next {
+		k = http.CanonicalHeaderKey(k)
+		if slices.Contains(singleNext, k) {
+			dst.Del(k)
+		}
+		for _, v := range vs {
+			dst.Add(k, v)
+		}
+	}
 }
 
 // NewRequest is httptest.NewRequest with a string body ("" for none).

@@ -3,6 +3,7 @@ package sluicetest_test
 import (
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -16,6 +17,9 @@ type config struct {
 
 var cfg config
 
+// seenInHook is what the response hook of mode "stamp" read.
+var seenInHook []string
+
 // One filter per test binary: its behaviour is picked by the config.
 func init() {
 	sluice.Setup(func() error {
@@ -23,7 +27,7 @@ func init() {
 		if err := sluice.Config(&cfg); err != nil {
 			return err
 		}
-		if cfg.Mode == "buffered" {
+		if cfg.Mode == "buffered" || cfg.Mode == "stamp-buffered" {
 			sluice.EnableFeatures(sluice.BufferResponse | sluice.BufferRequest)
 		}
 		return nil
@@ -45,6 +49,13 @@ func init() {
 		case "buffered":
 			req.Set("path", req.Path())
 			req.Set("body", string(req.Body().ReadAll()))
+		case "stamp", "stamp-buffered":
+			// Response fields set in the request phase, then continue.
+			resp.Header().Set("X-Filter", "yes")
+			resp.Header().Set("X-Both", "filter")
+			resp.Header().Add("Set-Cookie", "f=1")
+			resp.Header().Set("Content-Type", "text/filter")
+			resp.Body().WriteString("early")
 		}
 		return true
 	})
@@ -55,6 +66,10 @@ func init() {
 			resp.Header().Set("X-Path", req.Value("path").(string))
 			resp.Body().WriteString(strings.ToUpper(old) + "|" + req.Value("body").(string))
 			resp.SetStatus(201)
+		case "stamp":
+			seenInHook = resp.Header().Values("X-Both")
+		case "stamp-buffered":
+			resp.Body().WriteString("late") // the first write of this call replaces
 		case "misuse":
 			resp.Header().Set("X-Late", "1") // no BufferResponse: the host traps
 		}
@@ -127,6 +142,7 @@ func TestConfigErrors(t *testing.T) {
 func TestQueryValue(t *testing.T) {
 	for _, tc := range []struct{ q, name, want string }{
 		{"a=1&b=2", "b", "2"}, {"a=x%20y", "a", "x y"}, {"a+b=c", "a b", "c"}, {"k", "k", ""},
+		{"debug=%zz", "debug", "%zz"}, {"d=%zz+a", "d", "%zz+a"}, // malformed: as sent (sdk/README.md)
 	} {
 		if got, ok := sluice.QueryValue(tc.q, tc.name); !ok || got != tc.want {
 			t.Errorf("QueryValue(%q, %q) = %q, %v", tc.q, tc.name, got, ok)
@@ -134,5 +150,57 @@ func TestQueryValue(t *testing.T) {
 	}
 	if _, ok := sluice.QueryValue("a=1", "b"); ok {
 		t.Error("found a missing parameter")
+	}
+}
+
+// TestRequestPhaseResponseHeaders: response fields a filter sets before
+// continuing reach the client, merged with the next handler's as the
+// server merges a proxied upstream's (sdk/ABI.md): the filter's first,
+// Content-Type the next handler's.
+func TestRequestPhaseResponseHeaders(t *testing.T) {
+	f := sluicetest.New(t, `{"mode": "stamp"}`)
+	f.Next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Both", "upstream")
+		w.Header().Set("X-Upstream", "1")
+		w.Header().Add("Set-Cookie", "u=1")
+		w.Header().Set("Content-Type", "text/upstream")
+		w.WriteHeader(202)
+		io.WriteString(w, "from upstream")
+		w.Header().Set("X-Too-Late", "1") // after the header was written: not sent
+	})
+	seenInHook = nil
+	res := f.Do(sluicetest.NewRequest("GET", "/", ""))
+	want := http.Header{
+		"X-Filter":     {"yes"},
+		"X-Both":       {"filter", "upstream"},
+		"X-Upstream":   {"1"},
+		"Set-Cookie":   {"f=1", "u=1"},
+		"Content-Type": {"text/upstream"},
+	}
+	if !reflect.DeepEqual(res.Header, want) {
+		t.Errorf("header\n got %v\nwant %v", res.Header, want)
+	}
+	if res.Status != 202 || string(res.Body) != "from upstream" {
+		t.Errorf("got %d %q: status and body are the next handler's", res.Status, res.Body)
+	}
+	if !reflect.DeepEqual(seenInHook, []string{"filter", "upstream"}) {
+		t.Errorf("the response hook read X-Both %q", seenInHook)
+	}
+
+	// The default next handler sends its own Content-Type.
+	f.Next = nil
+	res = f.Do(sluicetest.NewRequest("GET", "/", ""))
+	if res.Header.Get("X-Filter") != "yes" || res.Header.Values("Content-Type")[0] != "text/plain; charset=utf-8" || len(res.Header.Values("Content-Type")) != 1 {
+		t.Errorf("default next: header %v", res.Header)
+	}
+}
+
+// TestResponseHookFirstWriteReplaces: the response hook's first body
+// write replaces the next handler's body, whatever the request phase
+// wrote.
+func TestResponseHookFirstWriteReplaces(t *testing.T) {
+	res := sluicetest.New(t, `{"mode": "stamp-buffered"}`).Do(sluicetest.NewRequest("GET", "/", ""))
+	if string(res.Body) != "late" || res.Header.Get("X-Filter") != "yes" {
+		t.Errorf("got %q %v", res.Body, res.Header)
 	}
 }

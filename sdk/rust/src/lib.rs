@@ -30,6 +30,7 @@
 //! context (`Request::set_ctx`), never in the filter's fields alone.
 
 pub mod json;
+pub mod query;
 
 #[doc(hidden)]
 pub mod abi {
@@ -223,6 +224,21 @@ impl Request {
         }
         u
     }
+    /// The URI after the first `?`, still percent-encoded (`""` when
+    /// there is none).
+    pub fn raw_query(&self) -> String {
+        let mut u = self.uri();
+        match u.find('?') {
+            Some(i) => u.split_off(i + 1),
+            None => String::new(),
+        }
+    }
+    /// The first value of query parameter `name`, decoded (`+` and `%XX`;
+    /// a malformed escape such as `%zz` is kept as it is), or `None` when
+    /// the parameter is absent. See [`query::value`].
+    pub fn query(&self, name: &str) -> Option<String> {
+        query::value(&self.raw_query(), name)
+    }
     pub fn protocol(&self) -> String {
         get_string(abi::get_protocol_version)
     }
@@ -302,15 +318,28 @@ pub mod rt {
             Ok(f) => unsafe { FILTER = Some(Box::new(f)) },
             Err(e) => {
                 log(Level::Error, &format!("filter setup: {}", e));
-                core::arch::wasm32::unreachable();
+                trap();
             }
         }
+    }
+
+    /// Traps: the host fails the call (or the instance's setup).
+    #[cfg(target_arch = "wasm32")]
+    #[inline(always)]
+    fn trap() -> ! {
+        core::arch::wasm32::unreachable()
+    }
+
+    // Off wasm32 (`cargo test` of the SDK's pure parts) nothing calls it.
+    #[cfg(not(target_arch = "wasm32"))]
+    fn trap() -> ! {
+        std::process::abort()
     }
 
     fn filter() -> &'static dyn Filter {
         match unsafe { FILTER.as_deref() } {
             Some(f) => f,
-            None => core::arch::wasm32::unreachable(),
+            None => trap(),
         }
     }
 
