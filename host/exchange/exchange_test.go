@@ -219,3 +219,30 @@ func (t *trailerReader) Read(p []byte) (int, error) { return t.r.Read(p) }
 func (t *trailerReader) VisitTrailers(fn func(name, value []byte)) {
 	fn([]byte("Grpc-Status"), []byte("0"))
 }
+
+// TestAddSingleValuedResponseHeader: adding Content-Type or Server (an
+// upstream's, relayed after a filter set its own) replaces the value on
+// every engine, as fasthttp always has; other fields keep both values.
+func TestAddSingleValuedResponseHeader(t *testing.T) {
+	h := exchange.HandlerFunc(func(x exchange.Exchange) error {
+		x.SetResponseHeader("Content-Type", "text/filter")
+		x.SetResponseHeader("X-Both", "filter")
+		x.AddResponseHeaderBytes([]byte("Content-Type"), []byte("text/upstream"))
+		x.AddResponseHeaderBytes([]byte("X-Both"), []byte("upstream"))
+		x.SetBody([]byte("ok"))
+		return nil
+	})
+	for _, e := range exchangetest.Engines(t, h) {
+		resp, err := e.Client.Get(e.URL + "/")
+		if err != nil {
+			t.Fatalf("%s: %v", e.Name, err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Values("Content-Type"); len(got) != 1 || got[0] != "text/upstream" {
+			t.Errorf("%s: Content-Type %q, want the added value alone", e.Name, got)
+		}
+		if got := resp.Header.Values("X-Both"); len(got) != 2 {
+			t.Errorf("%s: X-Both %q, want both values", e.Name, got)
+		}
+	}
+}

@@ -417,9 +417,22 @@ func (x *stdExchange) SetResponseHeader(name, value string) { x.w.Header().Set(n
 func (x *stdExchange) SetResponseHeaderBytes(name string, value []byte) {
 	x.w.Header().Set(name, string(value))
 }
-func (x *stdExchange) AddResponseHeader(name, value string) { x.w.Header().Add(name, value) }
+func (x *stdExchange) AddResponseHeader(name, value string) {
+	if singleValued(name) {
+		x.w.Header().Set(name, value)
+		return
+	}
+	x.w.Header().Add(name, value)
+}
 func (x *stdExchange) AddResponseHeaderBytes(name, value []byte) {
-	x.w.Header().Add(string(name), string(value))
+	x.AddResponseHeader(string(name), string(value))
+}
+
+// singleValued reports the response fields a response carries once and
+// fasthttp keeps as one value: adding one replaces it on every engine.
+func singleValued(name string) bool {
+	return len(name) == 12 && strings.EqualFold(name, "Content-Type") ||
+		len(name) == 6 && strings.EqualFold(name, "Server")
 }
 func (x *stdExchange) DelResponseHeader(name string) { x.w.Header().Del(name) }
 
