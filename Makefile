@@ -6,7 +6,7 @@ PKGS  := ./...
 # Bounds: every long-running target stops by itself.
 FUZZTIME  ?= 20s
 BENCHTIME ?= 1s
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+VERSION   ?= $(shell git describe --tags --dirty 2>/dev/null || echo dev)
 COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null)
 
 .DEFAULT_GOAL := help
