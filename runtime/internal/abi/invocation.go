@@ -116,22 +116,30 @@ func (inv *Invocation) saveResponseHeader(name string) {
 			return
 		}
 	}
-	s := savedField{name: name}
-	if inv.x.ResponseHeader(name) != nil {
-		s.name = ""
-		inv.x.VisitResponseHeaders(func(n, v []byte) {
-			if strings.EqualFold(string(n), name) {
-				if s.name == "" {
-					s.name = string(n) // restored as it was spelled
-				}
-				s.values = append(s.values, string(v))
-			}
-		})
-		if s.name == "" {
-			s.name = name
-		}
+	if inv.x.ResponseHeader(name) == nil {
+		inv.saved = append(inv.saved, savedField{name: name})
+		return
 	}
-	inv.saved = append(inv.saved, s)
+	inv.saved = append(inv.saved, inv.presentResponseHeader(name))
+}
+
+// presentResponseHeader returns the values of name, a field x has. It is
+// apart from saveResponseHeader because the closure moves its result to
+// the heap: setting a field the response lacks allocates nothing here.
+func (inv *Invocation) presentResponseHeader(name string) savedField {
+	var s savedField
+	inv.x.VisitResponseHeaders(func(n, v []byte) {
+		if strings.EqualFold(string(n), name) {
+			if s.name == "" {
+				s.name = string(n) // restored as it was spelled
+			}
+			s.values = append(s.values, string(v))
+		}
+	})
+	if s.name == "" {
+		s.name = name
+	}
+	return s
 }
 
 // Rollback undoes the response header changes of the last call on x, a
