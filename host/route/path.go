@@ -68,15 +68,11 @@ func Canonical(raw []byte) ([]byte, error) {
 		case slash:
 			c = '/'
 		case pct:
-			if i+2 >= len(raw) {
+			d, ok := DecodeEscape(raw[i:])
+			if !ok {
 				return nil, ErrBadPath
 			}
-			hi, ok1 := unhex(raw[i+1])
-			lo, ok2 := unhex(raw[i+2])
-			if !ok1 || !ok2 {
-				return nil, ErrBadPath
-			}
-			c = hi<<4 | lo
+			c = d
 			i += 2
 			switch c {
 			case 0:
@@ -220,6 +216,18 @@ func Normalize(p []byte) int {
 		w++
 	}
 	return w
+}
+
+// DecodeEscape decodes the percent-escape ("%2F") that b starts with. It
+// reports false when b is shorter than three bytes or either digit is not
+// hexadecimal. The static handler decodes with it too.
+func DecodeEscape(b []byte) (byte, bool) {
+	if len(b) < 3 || b[0] != '%' {
+		return 0, false
+	}
+	hi, ok1 := unhex(b[1])
+	lo, ok2 := unhex(b[2])
+	return hi<<4 | lo, ok1 && ok2
 }
 
 func unhex(c byte) (byte, bool) {

@@ -35,15 +35,11 @@ func cleanPath(dst, raw []byte) ([]byte, pathStatus) {
 		c := raw[i]
 		switch c {
 		case '%':
-			if i+2 >= len(raw) {
+			d, ok := route.DecodeEscape(raw[i:])
+			if !ok {
 				return dst[:start], pathBad
 			}
-			hi, ok1 := unhex(raw[i+1])
-			lo, ok2 := unhex(raw[i+2])
-			if !ok1 || !ok2 {
-				return dst[:start], pathBad
-			}
-			c = hi<<4 | lo
+			c = d
 			i += 2
 			switch c {
 			case '/', '\\':
@@ -60,18 +56,6 @@ func cleanPath(dst, raw []byte) ([]byte, pathStatus) {
 	}
 	n := route.Normalize(dst[start:])
 	return dst[:start+n], pathOK
-}
-
-func unhex(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
-	case 'A' <= c && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
 }
 
 // hiddenSegment reports whether a cleaned path has a segment starting
