@@ -12,10 +12,10 @@ import (
 // Bounded reads for the filter host. A Wasm filter reads the request body
 // and the response body through host calls that must neither hold more
 // than the filter's max_buffer in memory nor wait on a slow peer past the
-// filter's deadline. Both adapters implement the two methods below; they
-// are not part of Exchange, so callers reach them through
-// SetReadDeadline and BufferBodyLimit (or, in the runtime, through
-// interfaces of the same method sets).
+// filter's deadline. The read deadline is not part of Exchange, so callers
+// reach it through SetReadDeadline (or, in the runtime, through an
+// interface of the same method set); Exchange.BufferBodyLimit bounds
+// what a buffered response body holds.
 
 // SetReadDeadline sets the deadline for reads of x's request body from
 // the client (the connection's read deadline on HTTP/1.1, the stream's on
@@ -27,28 +27,6 @@ func SetReadDeadline(x Exchange, t time.Time) error {
 		return d.SetReadDeadline(t)
 	}
 	return http.ErrNotSupported
-}
-
-// BufferBodyLimit is BufferBody for a body of at most limit bytes (no
-// limit when negative): it never holds more than limit+1 bytes of it, and
-// when the body is larger it drops it (closing a file or a stream) and
-// reports false. A body of known size over the limit is dropped without
-// being read. A non-zero deadline stops reading a stream with
-// os.ErrDeadlineExceeded once it has passed (checked before each read).
-func BufferBodyLimit(x Exchange, limit int64, deadline time.Time) (fits bool, err error) {
-	if b, ok := x.(interface {
-		BufferBodyLimit(int64, time.Time) (bool, error)
-	}); ok {
-		return b.BufferBodyLimit(limit, deadline)
-	}
-	if err := x.BufferBody(); err != nil {
-		return false, err
-	}
-	if limit >= 0 && int64(len(x.ResponseBody())) > limit {
-		x.ResetBody()
-		return false, nil
-	}
-	return true, nil
 }
 
 func (x *fastExchange) SetReadDeadline(t time.Time) error {

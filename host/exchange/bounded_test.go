@@ -57,7 +57,7 @@ func TestBufferBodyLimit(t *testing.T) {
 			read = 0
 			x.SendReader(&counted{r: strings.NewReader(strings.Repeat("r", n)), n: &read}, size)
 		}
-		fits, err := exchange.BufferBodyLimit(x, limit, time.Now().Add(time.Second))
+		fits, err := x.BufferBodyLimit(limit, time.Now().Add(time.Second))
 		if err != nil {
 			return err
 		}

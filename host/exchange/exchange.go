@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"time"
 )
 
 // Exchange is one request and the response being built for it.
@@ -108,10 +109,15 @@ type Exchange interface {
 	ResponseBody() []byte
 	// ResetBody drops any body set so far (closing a pending file).
 	ResetBody()
-	// BufferBody reads a body set with SendFile, Stream or SendReader into
-	// memory, so that ResponseBody returns it (for filters that rewrite
-	// responses). It does nothing for a buffered body or a HEAD request.
-	BufferBody() error
+	// BufferBodyLimit reads a body set with SendFile, Stream or SendReader
+	// into memory, so that ResponseBody returns it (for filters that
+	// rewrite responses), holding at most limit+1 bytes (no limit when
+	// negative): a larger body is dropped (a file or stream closed) and
+	// fits is false; one of known size over the limit is dropped unread.
+	// A non-zero deadline stops reading a stream with
+	// os.ErrDeadlineExceeded once it has passed. It does nothing for a
+	// buffered body or a HEAD request.
+	BufferBodyLimit(limit int64, deadline time.Time) (fits bool, err error)
 	// Upgrade answers with the status and headers set so far (101, say)
 	// and then hands the raw connection to fn, which owns it until it
 	// returns. It returns ErrUpgradeUnsupported on HTTP/2.

@@ -53,10 +53,10 @@ func TestAdapters(t *testing.T) {
 				})
 			}
 			if x.ResponseBody() != nil {
-				return exchange.Errorf(500, "body visible before BufferBody")
+				return exchange.Errorf(500, "body visible before BufferBodyLimit")
 			}
-			if err := x.BufferBody(); err != nil {
-				return err
+			if fits, err := x.BufferBodyLimit(-1, time.Time{}); err != nil || !fits {
+				return exchange.Errorf(500, "BufferBodyLimit: fits %v, %v", fits, err)
 			}
 			x.SetBody(append(append([]byte{}, x.ResponseBody()...), '!'))
 		case "/stream":

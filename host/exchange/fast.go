@@ -263,25 +263,6 @@ func (x *fastExchange) ResponseBody() []byte {
 	}
 	return x.ctx.Response.Body()
 }
-func (x *fastExchange) BufferBody() error {
-	if !x.stream || x.ctx.IsHead() {
-		return nil
-	}
-	r := x.ctx.Response.BodyStream()
-	if r == nil {
-		return nil
-	}
-	if n := x.ctx.Response.Header.ContentLength(); n >= 0 {
-		r = io.LimitReader(r, int64(n))
-	}
-	b, err := io.ReadAll(r)
-	x.ResetBody() // closes the stream
-	if err != nil {
-		return err
-	}
-	x.ctx.Response.SetBody(b)
-	return nil
-}
 
 func (x *fastExchange) ResetBody() {
 	x.stream = false

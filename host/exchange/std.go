@@ -464,33 +464,6 @@ func (x *stdExchange) ResponseBody() []byte {
 	}
 	return x.body.Bytes()
 }
-func (x *stdExchange) BufferBody() error {
-	if x.r.Method == http.MethodHead {
-		return nil
-	}
-	var buf bytes.Buffer
-	var err error
-	switch {
-	case x.file != nil:
-		_, err = io.Copy(&buf, io.NewSectionReader(x.file, x.fileOff, x.fileN))
-	case x.streamFn != nil:
-		err = x.streamFn(bufferStream{&buf})
-	case x.reader != nil:
-		_, err = io.Copy(&buf, x.reader)
-	default:
-		return nil
-	}
-	x.ResetBody()
-	if err != nil {
-		return err
-	}
-	x.body.Write(buf.Bytes())
-	return nil
-}
-
-type bufferStream struct{ *bytes.Buffer }
-
-func (bufferStream) Flush() error { return nil }
 
 func (x *stdExchange) ResetBody() {
 	if x.file != nil {
