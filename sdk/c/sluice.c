@@ -1,6 +1,7 @@
 /* sluice.c: the http_handler ABI under sluice.h. See sluice.h. */
 #include "sluice.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -168,6 +169,89 @@ sluice_str sluice_config(void) {
 
 bool sluice_log_enabled(int level) { return hh_log_enabled(level) == 1; }
 void sluice_log(int level, sluice_str m) { hh_log(level, m.ptr, (uint32_t)m.len); }
+
+/* logfmt_len is the length of s as logfmt_put writes it; *quote is
+ * whether it needs quotes. */
+static size_t logfmt_len(sluice_str s, bool *quote) {
+  size_t n = 0;
+  *quote = s.len == 0;
+  for (size_t i = 0; i < s.len; i++) {
+    unsigned char c = (unsigned char)s.ptr[i];
+    if (c <= ' ' || c == '=' || c == '"' || c == 0x7f) *quote = true;
+    n += (c == '"' || c == '\\' || c == '\n') ? 2 : (c < ' ' || c == 0x7f) ? 4 : 1;
+  }
+  return *quote ? n + 2 : s.len;
+}
+
+static char *logfmt_put(char *p, sluice_str s) {
+  static const char hex[] = "0123456789abcdef";
+  bool quote;
+  logfmt_len(s, &quote);
+  if (!quote) {
+    memcpy(p, s.ptr, s.len);
+    return p + s.len;
+  }
+  *p++ = '"';
+  for (size_t i = 0; i < s.len; i++) {
+    unsigned char c = (unsigned char)s.ptr[i];
+    if (c == '"' || c == '\\') {
+      *p++ = '\\';
+      *p++ = (char)c;
+    } else if (c == '\n') {
+      *p++ = '\\';
+      *p++ = 'n';
+    } else if (c < ' ' || c == 0x7f) {
+      *p++ = '\\';
+      *p++ = 'x';
+      *p++ = hex[c >> 4];
+      *p++ = hex[c & 15];
+    } else {
+      *p++ = (char)c;
+    }
+  }
+  *p++ = '"';
+  return p;
+}
+
+#define KV_END ((size_t)-1)
+
+void sluice_log_kv(int level, sluice_str msg, ...) {
+  if (!sluice_log_enabled(level)) return;
+  va_list ap;
+  bool q;
+  size_t n = msg.len;
+  va_start(ap, msg);
+  for (;;) {
+    sluice_str k = va_arg(ap, sluice_str);
+    if (k.len == KV_END) break;
+    sluice_str v = va_arg(ap, sluice_str);
+    bool last = v.len == KV_END; /* a key without a value: "" */
+    if (last) v.len = 0;
+    n += 2 + logfmt_len(k, &q) + logfmt_len(v, &q);
+    if (last) break;
+  }
+  va_end(ap);
+  char *buf = malloc(n + 1), *p = buf;
+  if (!buf) return;
+  memcpy(p, msg.ptr, msg.len);
+  p += msg.len;
+  va_start(ap, msg);
+  for (;;) {
+    sluice_str k = va_arg(ap, sluice_str);
+    if (k.len == KV_END) break;
+    sluice_str v = va_arg(ap, sluice_str);
+    bool last = v.len == KV_END;
+    if (last) v.len = 0;
+    *p++ = ' ';
+    p = logfmt_put(p, k);
+    *p++ = '=';
+    p = logfmt_put(p, v);
+    if (last) break;
+  }
+  va_end(ap);
+  hh_log(level, buf, (uint32_t)(p - buf));
+  free(buf);
+}
 
 sluice_str sluice_method(void) { return get(hh_get_method); }
 void sluice_set_method(sluice_str m) { hh_set_method(m.ptr, (uint32_t)m.len); }

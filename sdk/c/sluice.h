@@ -98,6 +98,16 @@ sluice_str sluice_config(void);
 #define SLUICE_LOG_ERROR 2
 bool sluice_log_enabled(int level);
 void sluice_log(int level, sluice_str msg);
+/* Logs msg with key/value fields when level is enabled: the arguments
+ * after msg are sluice_str key, value, key, value…, ended by SLUICE_KV_END
+ * (a value with a NULL ptr, like an absent header, is "").
+ * The fields follow the message in logfmt, as in every SDK (see
+ * sdk/README.md): `denied path=/admin/x reason="no token"`; a value is
+ * quoted when empty or holding a space, '=', '"' or a control byte.
+ *   sluice_log_kv(SLUICE_LOG_INFO, sluice_s("denied"),
+ *                 sluice_s("path"), sluice_path(), SLUICE_KV_END); */
+#define SLUICE_KV_END ((sluice_str){0, (size_t)-1})
+void sluice_log_kv(int level, sluice_str msg, ...);
 
 /* --- Request ----------------------------------------------------------- */
 

@@ -147,6 +147,57 @@ func Logf(level Level, format string, args ...any) {
 	}
 }
 
+// LogKV logs msg with key/value fields, when level is enabled: kv is
+// key, value, key, value…; a key without a value gets "". The fields are
+// written after the message in logfmt, the same in every SDK (see
+// sdk/README.md): `denied path=/admin/x reason="no token"`. A value is
+// quoted when it is empty or holds a space, '=', '"' or a control byte.
+func LogKV(level Level, msg string, kv ...string) {
+	if !LogEnabled(level) {
+		return
+	}
+	b := make([]byte, 0, len(msg)+16*len(kv))
+	b = append(b, msg...)
+	for i := 0; i < len(kv); i += 2 {
+		v := ""
+		if i+1 < len(kv) {
+			v = kv[i+1]
+		}
+		b = append(b, ' ')
+		b = appendLogfmt(b, kv[i])
+		b = append(b, '=')
+		b = appendLogfmt(b, v)
+	}
+	Log(level, string(b))
+}
+
+// appendLogfmt appends s, quoted when it needs to be.
+func appendLogfmt(b []byte, s string) []byte {
+	quote := s == ""
+	for i := 0; i < len(s) && !quote; i++ {
+		c := s[i]
+		quote = c <= ' ' || c == '=' || c == '"' || c == 0x7f
+	}
+	if !quote {
+		return append(b, s...)
+	}
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c == '\n':
+			b = append(b, '\\', 'n')
+		case c < ' ' || c == 0x7f:
+			b = append(b, '\\', 'x', hex[c>>4], hex[c&15])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
+}
+
 func handleRequest() uint64 {
 	if handler == nil {
 		return 1

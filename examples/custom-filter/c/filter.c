@@ -1,5 +1,6 @@
 /* The custom-filter example in C: adds a header from its config to every
- * request and answers 403 to paths under a prefix. */
+ * request, tags every response it lets through, and answers 403 to paths
+ * under a prefix (and logs it). */
 #include "sluice.h"
 
 static sluice_str header = sluice_s("X-Example");
@@ -19,8 +20,15 @@ const char *sluice_on_setup(void) {
 int sluice_on_request(void) {
   if (deny_prefix.len && sluice_str_has_prefix(sluice_path(), deny_prefix)) {
     sluice_respond(403, sluice_s("text/plain; charset=utf-8"), sluice_s("forbidden\n"));
+    sluice_str agent = {0, 0};
+    sluice_header_get(SLUICE_REQUEST, sluice_s("User-Agent"), &agent);
+    sluice_log_kv(SLUICE_LOG_INFO, sluice_s("denied"), sluice_s("path"), sluice_path(), sluice_s("agent"), agent,
+                  SLUICE_KV_END);
     return SLUICE_STOP;
   }
   sluice_header_set(SLUICE_REQUEST, header, value);
+  /* Set before continuing: the client gets it with the upstream's
+   * response (sdk/ABI.md, "Response headers set before the next handler"). */
+  sluice_header_set(SLUICE_RESPONSE, sluice_s("X-Filtered-By"), sluice_s("custom-filter"));
   return SLUICE_CONTINUE;
 }

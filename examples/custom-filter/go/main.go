@@ -1,5 +1,6 @@
 // Command filter is the custom-filter example in Go: it adds a header from
-// its config to every request and answers 403 to paths under a prefix.
+// its config to every request, tags every response it lets through, and
+// answers 403 to paths under a prefix (and logs it).
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o filter.wasm .
 package main
@@ -36,9 +37,13 @@ func handle(req sluice.Request, resp sluice.Response) bool {
 		resp.SetStatus(403)
 		resp.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		resp.Body().WriteString("forbidden\n")
+		sluice.LogKV(sluice.LevelInfo, "denied", "path", req.Path(), "agent", req.Header().Get("User-Agent"))
 		return false
 	}
 	req.Header().Set(cfg.Header, cfg.Value)
+	// Set before continuing: the client gets it with the upstream's
+	// response (sdk/ABI.md, "Response headers set before the next handler").
+	resp.Header().Set("X-Filtered-By", "custom-filter")
 	return true
 }
 

@@ -1,7 +1,8 @@
 //! The custom-filter example in Rust: adds a header from its config to
-//! every request and answers 403 to paths under a prefix.
+//! every request, tags every response it lets through, and answers 403 to
+//! paths under a prefix (and logs it).
 
-use sluice::{json, Filter, Request, Response};
+use sluice::{json, Filter, Level, Request, Response};
 
 struct Example {
     header: String,
@@ -13,9 +14,14 @@ impl Filter for Example {
     fn handle_request(&self, req: &Request, resp: &Response) -> bool {
         if !self.deny_prefix.is_empty() && req.path().starts_with(&self.deny_prefix) {
             resp.respond(403, "text/plain; charset=utf-8", b"forbidden\n");
+            let agent = req.headers().get("User-Agent").unwrap_or_default();
+            sluice::log_kv(Level::Info, "denied", &[("path", &req.path()), ("agent", &agent)]);
             return false;
         }
         req.headers().set(&self.header, &self.value);
+        // Set before continuing: the client gets it with the upstream's
+        // response (sdk/ABI.md, "Response headers set before the next handler").
+        resp.headers().set("X-Filtered-By", "custom-filter");
         true
     }
 }

@@ -62,6 +62,47 @@ export function log(level: i32, msg: string): void {
   hh_log(level, changetype<usize>(b), <u32>b.byteLength);
 }
 
+/**
+ * Logs msg with key/value fields when level is enabled: kv is key, value,
+ * key, value… (a key without a value gets ""). The fields follow the
+ * message in logfmt, the same in every SDK (see sdk/README.md):
+ * `denied path=/admin/x reason="no token"`; a value is quoted when empty
+ * or holding a space, '=', '"' or a control character.
+ *
+ *   logKV(LOG_INFO, "denied", ["path", req.path()]);
+ */
+export function logKV(level: i32, msg: string, kv: string[]): void {
+  if (!logEnabled(level)) return;
+  log(level, logfmt(msg, kv));
+}
+
+/** The text logKV logs. */
+export function logfmt(msg: string, kv: string[]): string {
+  let out = msg;
+  for (let i = 0; i < kv.length; i += 2) {
+    out += " " + logfmtQuote(kv[i]) + "=" + logfmtQuote(i + 1 < kv.length ? kv[i + 1] : "");
+  }
+  return out;
+}
+
+function logfmtQuote(s: string): string {
+  let quote = s.length == 0;
+  for (let i = 0; i < s.length && !quote; i++) {
+    const c = s.charCodeAt(i);
+    quote = c <= 0x20 || c == 0x3d || c == 0x22 || c == 0x7f;
+  }
+  if (!quote) return s;
+  let out = "\"";
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c == 0x22 || c == 0x5c) out += "\\" + String.fromCharCode(c);
+    else if (c == 0x0a) out += "\\n";
+    else if (c < 0x20 || c == 0x7f) out += "\\x" + (c < 16 ? "0" : "") + c.toString(16);
+    else out += String.fromCharCode(c);
+  }
+  return out + "\"";
+}
+
 /** Fails instance setup: the filter fails to load with msg. */
 export function setupFailed(msg: string): void {
   log(LOG_ERROR, "filter setup: " + msg);

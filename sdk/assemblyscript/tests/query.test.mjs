@@ -58,7 +58,7 @@ before(() => {
   }
 });
 
-for (const name of ["testFindsAndDecodes", "testAbsent", "testMalformedEscapesAreKept"]) {
+for (const name of ["testFindsAndDecodes", "testAbsent", "testMalformedEscapesAreKept", "testLogfmt"]) {
   test(name, () => {
     assert.equal(readString(ex[name]()), "");
   });

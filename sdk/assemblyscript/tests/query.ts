@@ -1,6 +1,6 @@
 // Unit tests of the query helpers, compiled by query.test.mjs and run
 // in node. Each export returns "" or what went wrong.
-import { queryValue, queryUnescape, Request } from "../assembly/index";
+import { queryValue, queryUnescape, logfmt, Request } from "../assembly/index";
 
 function show(s: string | null): string {
   return s === null ? "null" : '"' + s + '"';
@@ -59,4 +59,21 @@ export function requestQuery(name: string): string | null {
 
 export function requestRawQuery(): string {
   return new Request().rawQuery();
+}
+
+// The same cases as sdk/go/sluicetest's TestLogKV.
+export function testLogfmt(): string {
+  const out = new Array<string>(0);
+  const agents = ["curl/8", "", 'x "y" =z\\', "tab\there"];
+  const wants = [
+    'seen path=/a agent=curl/8 odd=""',
+    'seen path=/a agent="" odd=""',
+    'seen path=/a agent="x \\"y\\" =z\\\\" odd=""',
+    'seen path=/a agent="tab\\x09here" odd=""',
+  ];
+  for (let i = 0; i < agents.length; i++) {
+    const got = logfmt("seen", ["path", "/a", "agent", agents[i], "odd"]);
+    if (got != wants[i]) out.push("logfmt: " + got + ", want " + wants[i]);
+  }
+  return out.join("; ");
 }

@@ -56,6 +56,8 @@ func init() {
 			resp.Header().Add("Set-Cookie", "f=1")
 			resp.Header().Set("Content-Type", "text/filter")
 			resp.Body().WriteString("early")
+		case "log":
+			sluice.LogKV(sluice.LevelInfo, "seen", "path", req.Path(), "agent", req.Header().Get("User-Agent"), "odd")
 		}
 		return true
 	})
@@ -202,5 +204,24 @@ func TestResponseHookFirstWriteReplaces(t *testing.T) {
 	res := sluicetest.New(t, `{"mode": "stamp-buffered"}`).Do(sluicetest.NewRequest("GET", "/", ""))
 	if string(res.Body) != "late" || res.Header.Get("X-Filter") != "yes" {
 		t.Errorf("got %q %v", res.Body, res.Header)
+	}
+}
+
+// TestLogKV: the structured log is the message, then logfmt fields, with
+// the quoting every SDK shares (sdk/README.md).
+func TestLogKV(t *testing.T) {
+	f := sluicetest.New(t, `{"mode": "log"}`)
+	for _, tc := range []struct{ agent, want string }{
+		{"curl/8", `INFO seen path=/a agent=curl/8 odd=""`},
+		{"", `INFO seen path=/a agent="" odd=""`},
+		{`x "y" =z\`, `INFO seen path=/a agent="x \"y\" =z\\" odd=""`},
+		{"tab\there", `INFO seen path=/a agent="tab\x09here" odd=""`},
+	} {
+		req := sluicetest.NewRequest("GET", "/a?q=1", "")
+		req.Header.Set("User-Agent", tc.agent)
+		res := f.Do(req)
+		if len(res.Logs) != 1 || res.Logs[0] != tc.want {
+			t.Errorf("agent %q: logs %q, want [%q]", tc.agent, res.Logs, tc.want)
+		}
 	}
 }

@@ -125,6 +125,54 @@ pub fn log(level: Level, msg: &str) {
     unsafe { abi::log(level as i32, msg.as_ptr(), msg.len() as u32) }
 }
 
+/// Logs `msg` with key/value fields, when `level` is enabled. The fields
+/// follow the message in logfmt, the same in every SDK (see
+/// `sdk/README.md`): `denied path=/admin/x reason="no token"`; a value is
+/// quoted when empty or holding a space, `=`, `"` or a control byte.
+///
+/// ```ignore
+/// sluice::log_kv(Level::Info, "denied", &[("path", &req.path())]);
+/// ```
+pub fn log_kv(level: Level, msg: &str, fields: &[(&str, &str)]) {
+    if !log_enabled(level) {
+        return;
+    }
+    log(level, &logfmt(msg, fields));
+}
+
+/// The text [`log_kv`] logs.
+pub fn logfmt(msg: &str, fields: &[(&str, &str)]) -> String {
+    let mut out = String::from(msg);
+    for (k, v) in fields {
+        out.push(' ');
+        push_logfmt(&mut out, k);
+        out.push('=');
+        push_logfmt(&mut out, v);
+    }
+    out
+}
+
+fn push_logfmt(out: &mut String, s: &str) {
+    let quote = s.is_empty() || s.bytes().any(|c| c <= b' ' || c == b'=' || c == b'"' || c == 0x7f);
+    if !quote {
+        out.push_str(s);
+        return;
+    }
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' => out.push_str("\\n"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
 /// Request or response header fields.
 pub struct Headers {
     kind: u32,
@@ -314,6 +362,7 @@ pub mod rt {
 
     pub fn initialize<F: Filter + 'static>(setup: fn() -> Result<F, String>) {
         unsafe { __wasm_call_ctors() };
+        std::panic::set_hook(Box::new(panic_hook));
         match setup() {
             Ok(f) => unsafe { FILTER = Some(Box::new(f)) },
             Err(e) => {
@@ -321,6 +370,25 @@ pub mod rt {
                 trap();
             }
         }
+    }
+
+    /// Logs a panic's message and location at error level, in place of
+    /// the standard hook's text on stderr (whose advice to set
+    /// RUST_BACKTRACE a filter cannot follow). The panic then aborts: a
+    /// trap, whose stack names the functions when the module kept its
+    /// name section (a debug build, see README.md).
+    fn panic_hook(info: &std::panic::PanicInfo<'_>) {
+        let p = info.payload();
+        let msg = match (p.downcast_ref::<&str>(), p.downcast_ref::<String>()) {
+            (Some(s), _) => s,
+            (_, Some(s)) => s.as_str(),
+            _ => "Box<dyn Any>",
+        };
+        let at = match info.location() {
+            Some(l) => format!("{}:{}:{}", l.file(), l.line(), l.column()),
+            None => String::from("unknown location"),
+        };
+        log(Level::Error, &format!("panic: {} (at {})", msg, at));
     }
 
     /// Traps: the host fails the call (or the instance's setup).
@@ -378,4 +446,20 @@ macro_rules! register {
             $crate::rt::handle_response(ctx, is_error)
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    // The same cases as sdk/go/sluicetest's TestLogKV.
+    #[test]
+    fn logfmt() {
+        for (agent, want) in [
+            ("curl/8", r#"seen path=/a agent=curl/8 odd="""#),
+            ("", r#"seen path=/a agent="" odd="""#),
+            (r#"x "y" =z\"#, r#"seen path=/a agent="x \"y\" =z\\" odd="""#),
+            ("tab\there", r#"seen path=/a agent="tab\x09here" odd="""#),
+        ] {
+            assert_eq!(super::logfmt("seen", &[("path", "/a"), ("agent", agent), ("odd", "")]), want);
+        }
+    }
 }
