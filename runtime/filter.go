@@ -494,6 +494,7 @@ func (g *generation) newInstance(ctx context.Context) (*instance, error) {
 // setupError makes the error of a failed start from what the guest
 // logged and wrote while starting (held, not logged) and the cause.
 func (f *Filter) setupError(start string, held []slog.Record, inst *instance, ictx context.Context, err error) error {
+	err = demangleTrap(err)
 	var exit *sys.ExitError
 	switch {
 	case errors.Is(err, ErrTimeout): // the start function's deadline fired
@@ -830,6 +831,7 @@ func (c *Call) Release() {
 // classify turns a wazero error into an outcome and a cause wrapping the
 // matching sentinel. Called with inst.mu held.
 func (f *Filter) classify(inst *instance, err error) (string, error) {
+	err = demangleTrap(err)
 	var exit *sys.ExitError
 	switch {
 	case inst.fired.Load():

@@ -62,3 +62,28 @@ func TestFilterRun(t *testing.T) {
 		})
 	}
 }
+
+// TestFilterRunRustPanic: a Rust filter built with names (the SDK
+// README's debug build) panics: the output gives the panic's message and
+// location and a stack of demangled function names, and no advice to set
+// RUST_BACKTRACE (a filter cannot).
+func TestFilterRunRustPanic(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := runFilterCmd([]string{"run", "testdata/rustpanic/filter.wasm", "--url", "/panic"}, &out, &errOut)
+	all := out.String() + errOut.String()
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, all)
+	}
+	for _, w := range []string{
+		`panic: no token configured (at filter.rs:12:11)`,
+		"\t.filter::check_token(i32,i32)\n",
+		"\t.<filter::Panics as sluice::Filter>::handle_request(i32,i32,i32) i32\n",
+	} {
+		if !strings.Contains(all, w) {
+			t.Errorf("output lacks %q:\n%s", w, all)
+		}
+	}
+	if strings.Contains(all, "RUST_BACKTRACE") {
+		t.Errorf("output suggests RUST_BACKTRACE:\n%s", all)
+	}
+}
