@@ -145,7 +145,17 @@ var langs = []lang{
 		}
 		return needFile(filepath.Join(strings.TrimSpace(string(out)), "lib/rustlib/wasm32-wasi"), "no wasm32-wasi std for /usr/bin/rustc (apt-get install libstd-rust-dev-wasm32)")
 	}, serve: serveModule},
-	{name: "assemblyscript", readme: "sdk/assemblyscript/README.md", missing: func() string { return need("node", "npm") }, serve: serveModule},
+	{name: "assemblyscript", readme: "sdk/assemblyscript/README.md", missing: func() string {
+		if m := need("node", "npm"); m != "" {
+			return m + " (apt-get install nodejs npm)"
+		}
+		// assemblyscript 0.28.20 declares node >= 20.
+		out, err := exec.Command("node", "-p", "process.versions.node.split('.')[0]").Output()
+		if major := strings.TrimSpace(string(out)); err != nil || len(major) < 2 || major < "20" {
+			return fmt.Sprintf("node %s is older than the 20 assemblyscript 0.28.20 needs", major)
+		}
+		return ""
+	}, serve: serveModule},
 	{name: "custom-filter", readme: "examples/custom-filter/README.md", dir: "sluice/examples/custom-filter", missing: func() string { return need("go", "make") }, serve: serveCustomFilter},
 }
 

@@ -267,6 +267,13 @@ sluice_str sluice_path(void) {
   return u;
 }
 
+sluice_str sluice_raw_query(void) {
+  sluice_str u = sluice_uri();
+  const char *q = memchr(u.ptr, '?', u.len);
+  if (!q) return (sluice_str){u.ptr + u.len, 0};
+  return (sluice_str){q + 1, u.len - (size_t)(q + 1 - u.ptr)};
+}
+
 static int unhex(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;

@@ -118,6 +118,8 @@ sluice_str sluice_uri(void);
 void sluice_set_uri(sluice_str uri);
 /* The URI up to '?', still percent-encoded. */
 sluice_str sluice_path(void);
+/* The URI after the first '?', still percent-encoded ("" when none). */
+sluice_str sluice_raw_query(void);
 /* The first value of query parameter name, percent-decoded. */
 bool sluice_query(sluice_str name, sluice_str *value);
 sluice_str sluice_protocol(void);
