@@ -34,6 +34,7 @@ var upstream = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Upstream", "yes")
 	w.Header().Set("X-Saw-Example", r.Header.Get("X-Example"))
+	w.Header()["X-Saw-Debug"] = r.Header["X-Debug"]
 	fmt.Fprintf(w, "upstream saw %s %s\n", r.Method, r.URL.RequestURI())
 })
 
@@ -43,6 +44,8 @@ var diffRequests = []struct {
 	name, path, agent string
 }{
 	{"continue", "hello?x=1&y=%zz", "curl/8"},
+	{"query", "hello?y=%zz&debug=a+b%21", "curl/8"},
+	{"query-malformed", "hello?debug=%zz", "curl/8"},
 	{"deny", "private/x", `a "quoted" agent`},
 	{"deny-no-agent", "private/y", ""},
 }

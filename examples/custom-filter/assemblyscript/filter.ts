@@ -19,6 +19,10 @@ handle((req: Request, resp: Response): bool => {
     return false;
   }
   req.headers.set(header, value);
+  // ?debug=… reaches the upstream decoded, as X-Debug; a malformed escape
+  // (?debug=%zz) is no error.
+  const debug = req.query("debug");
+  if (debug !== null) req.headers.set("X-Debug", debug);
   // Set before continuing: the client gets it with the upstream's
   // response (sdk/ABI.md, "Response headers set before the next handler").
   resp.headers.set("X-Filtered-By", "custom-filter");

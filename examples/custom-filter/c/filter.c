@@ -27,6 +27,10 @@ int sluice_on_request(void) {
     return SLUICE_STOP;
   }
   sluice_header_set(SLUICE_REQUEST, header, value);
+  /* ?debug=… reaches the upstream decoded, as X-Debug; a malformed escape
+   * (?debug=%zz) is no error. */
+  sluice_str debug;
+  if (sluice_query(sluice_s("debug"), &debug)) sluice_header_set(SLUICE_REQUEST, sluice_s("X-Debug"), debug);
   /* Set before continuing: the client gets it with the upstream's
    * response (sdk/ABI.md, "Response headers set before the next handler"). */
   sluice_header_set(SLUICE_RESPONSE, sluice_s("X-Filtered-By"), sluice_s("custom-filter"));

@@ -41,6 +41,11 @@ func handle(req sluice.Request, resp sluice.Response) bool {
 		return false
 	}
 	req.Header().Set(cfg.Header, cfg.Value)
+	// ?debug=… reaches the upstream decoded, as X-Debug; a malformed
+	// escape (?debug=%zz) is no error.
+	if v, ok := req.Query("debug"); ok {
+		req.Header().Set("X-Debug", v)
+	}
 	// Set before continuing: the client gets it with the upstream's
 	// response (sdk/ABI.md, "Response headers set before the next handler").
 	resp.Header().Set("X-Filtered-By", "custom-filter")

@@ -45,9 +45,10 @@ func TestDifferential(t *testing.T) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("X-Upstream", "yes")
 		w.Header().Set("X-Saw-Example", r.Header.Get("X-Example"))
+		w.Header()["X-Saw-Debug"] = r.Header["X-Debug"]
 		fmt.Fprintf(w, "upstream saw %s %s\n", r.Method, r.URL.RequestURI())
 	})
-	agents := map[string]string{"continue": "curl/8", "deny": `a "quoted" agent`, "deny-no-agent": ""}
+	agents := map[string]string{"continue": "curl/8", "query": "curl/8", "query-malformed": "curl/8", "deny": `a "quoted" agent`, "deny-no-agent": ""}
 	cases := strings.Split(string(golden), "=== ")[1:]
 	if len(cases) != len(agents) {
 		t.Fatalf("%d cases in the golden file, want %d", len(cases), len(agents))

@@ -19,6 +19,11 @@ impl Filter for Example {
             return false;
         }
         req.headers().set(&self.header, &self.value);
+        // ?debug=… reaches the upstream decoded, as X-Debug; a malformed
+        // escape (?debug=%zz) is no error.
+        if let Some(debug) = req.query("debug") {
+            req.headers().set("X-Debug", &debug);
+        }
         // Set before continuing: the client gets it with the upstream's
         // response (sdk/ABI.md, "Response headers set before the next handler").
         resp.headers().set("X-Filtered-By", "custom-filter");
