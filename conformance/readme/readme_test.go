@@ -247,7 +247,7 @@ func TestREADMEs(t *testing.T) {
 			}
 			serveStart := time.Now()
 			l.serve(t, tmp, strings.TrimSpace(string(cwd)), s)
-			checkDebugBuild(t, strings.TrimSpace(string(cwd)))
+			checkDebugBuild(t, l.name, strings.TrimSpace(string(cwd)), s)
 			report("%s: %s (README script %s, served route %s)", l.name, time.Since(start).Round(100*time.Millisecond),
 				built.Round(100*time.Millisecond), time.Since(serveStart).Round(100*time.Millisecond))
 		})
@@ -259,23 +259,22 @@ func offline(out []byte) bool {
 	return regexp.MustCompile(`ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT|ENETUNREACH|network request`).Match(out)
 }
 
-// checkDebugBuild: the README's debug build line (a *-debug.wasm) keeps
-// the name section, so traps name functions.
-func checkDebugBuild(t *testing.T, cwd string) {
+// checkDebugBuild: the README's debug build keeps the name section, so
+// traps name functions: the *-debug.wasm its debug build line wrote (C,
+// Rust, AssemblyScript), or Go's one build.
+func checkDebugBuild(t *testing.T, lang, cwd string, s script) {
 	t.Helper()
-	debug, _ := filepath.Glob(filepath.Join(cwd, "*-debug.wasm"))
-	if len(debug) == 0 {
-		if filepath.Base(cwd) != "custom-filter" && !strings.HasSuffix(cwd, "myfilter") {
-			return
-		}
-		if _, err := os.Stat(filepath.Join(cwd, "go.mod")); err == nil {
-			return // Go: one build, names kept (checked below on the module)
-		}
-		if filepath.Base(cwd) == "custom-filter" {
-			return
-		}
-		t.Errorf("no *-debug.wasm in %s: the README has no debug build line", cwd)
+	var debug []string
+	switch lang {
+	case "custom-filter":
 		return
+	case "go":
+		debug = []string{filepath.Join(cwd, s.modules[0])}
+	default:
+		debug, _ = filepath.Glob(filepath.Join(cwd, "*-debug.wasm"))
+		if len(debug) == 0 {
+			t.Errorf("no *-debug.wasm in %s: the README has no debug build line", cwd)
+		}
 	}
 	for _, p := range debug {
 		b, err := os.ReadFile(p)
@@ -463,4 +462,26 @@ func copyTree(src, dst string) error {
 		}
 		return os.WriteFile(out, b, info.Mode().Perm())
 	})
+}
+
+// TestHasNameSection: the check above tells a stripped release module
+// from one built with names.
+func TestHasNameSection(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		want bool
+	}{
+		{"examples/custom-filter/c/filter.wasm", false},     // -Wl,--strip-all
+		{"examples/custom-filter/rust/filter.wasm", false},  // -C strip=symbols
+		{"cmd/sluice/testdata/rustpanic/filter.wasm", true}, // -C strip=debuginfo
+		{"examples/custom-filter/go/filter.wasm", true},
+	} {
+		b, err := os.ReadFile(filepath.Join(root, tc.path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := hasNameSection(b); got != tc.want {
+			t.Errorf("%s: name section %v, want %v", tc.path, got, tc.want)
+		}
+	}
 }
