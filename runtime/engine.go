@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluicehq/sluice/runtime/internal/abi"
 	"github.com/sluicehq/sluice/runtime/internal/interrupt"
+	"github.com/sluicehq/sluice/runtime/internal/snapshot"
 )
 
 // Observer is told about every guest invocation. The host plugs its
@@ -156,6 +157,11 @@ type Module struct {
 	startSection bool
 	detach       sync.Once
 	detached     bool // wazero starts no goroutine per call; set in detach
+	// noSnapshot says why instances of this module can't be made from a
+	// snapshot; empty when they can (see snapshot.go).
+	noSnapshot string
+	snapMu     sync.Mutex
+	snaps      map[string]*snapEntry // by snapKey
 }
 
 // Digest identifies the module by its bytes: "sha256:<hex>".
@@ -213,7 +219,14 @@ func (e *Engine) compile(ctx context.Context, digest string, wasm []byte) (*Modu
 		_ = compiled.Close(ctx)
 		return nil, fmt.Errorf("compile %s: %w", digest, err)
 	}
-	return &Module{e: e, digest: digest, compiled: compiled, info: info, startSection: interrupt.HasStartSection(wasm)}, nil
+	m := &Module{e: e, digest: digest, compiled: compiled, info: info, startSection: interrupt.HasStartSection(wasm), snaps: map[string]*snapEntry{}}
+	switch mut, err := snapshot.MutatesTables(wasm); {
+	case err != nil:
+		m.noSnapshot = "its code can't be checked for table changes: " + err.Error()
+	case mut:
+		m.noSnapshot = "its code can change a table (table.set, table.grow, table.fill, table.copy, table.init or elem.drop)"
+	}
+	return m, nil
 }
 
 // retain takes another reference to m (a filter generation using it).
