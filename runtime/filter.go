@@ -474,7 +474,7 @@ func (inst *instance) isRetired() bool { return inst.retired.Load() }
 // newInstance makes an instance from the generation's snapshot, or runs
 // the start-up when there is none.
 func (g *generation) newInstance(ctx context.Context) (*instance, error) {
-	inst, _, err := g.instantiate(ctx, false)
+	inst, _, err := g.instantiate(ctx, g.snap, false)
 	return inst, err
 }
 
@@ -482,10 +482,12 @@ func (g *generation) newInstance(ctx context.Context) (*instance, error) {
 // start-up, and takes the snapshot the others are made from (g.snap). It
 // says why when it could not take one.
 func (g *generation) startUp(ctx context.Context) (*instance, string, error) {
-	return g.instantiate(ctx, true)
+	return g.instantiate(ctx, nil, true)
 }
 
-func (g *generation) instantiate(ctx context.Context, take bool) (*instance, string, error) {
+// instantiate makes an instance from snap, or by running the start-up
+// when snap is nil; then, if take, it takes the generation's snapshot.
+func (g *generation) instantiate(ctx context.Context, snap *snapEntry, take bool) (*instance, string, error) {
 	f := g.f
 	inst := &instance{g: g, done: make(chan struct{})}
 	inst.ctx.inst = inst
@@ -511,6 +513,9 @@ func (g *generation) instantiate(ctx context.Context, take bool) (*instance, str
 	if g.m.info.WASI && f.opts.WASI.Stderr == nil {
 		cfg = cfg.WithStderr(guestlog.New(log, slog.LevelWarn, "stderr"))
 	}
+	if snap != nil {
+		inst.mem.Reserve(uint64(snap.snap.Size()))
+	}
 	ictx, cancel := context.WithTimeout(ctx, f.opts.InitTimeout)
 	defer cancel()
 	ictx = memlimit.With(ictx, inst.mem)
@@ -525,28 +530,28 @@ func (g *generation) instantiate(ctx context.Context, take bool) (*instance, str
 		return nil, "", fmt.Errorf("instantiate %s: %w", g.m.digest, err)
 	}
 	why := g.m.noSnapshot
-	if g.snap != nil || take && why == "" {
+	if snap != nil || take && why == "" || g.snap != nil {
 		inst.state, err = snapshot.Open(mod)
 		if err != nil {
 			why = "wazero's module instance is not the one sluice knows: " + err.Error()
 		}
 	}
-	if g.snap != nil {
+	if snap != nil {
 		if inst.state == nil {
 			err = errors.New(why)
 		} else {
-			err = inst.state.Restore(g.snap.snap)
+			err = inst.state.Restore(snap.snap)
 		}
 		if err != nil {
 			_ = inst.closeModule()
 			return nil, "", fmt.Errorf("instantiate %s from its snapshot: %w", g.m.digest, err)
 		}
-		inst.inv.InitFeatures = g.snap.features
+		inst.inv.InitFeatures = snap.features
 		f.restores.Add(1)
 		return g.ready(inst, rec), "", nil
 	}
 	var pristine snapshot.Pristine
-	if inst.state != nil {
+	if take && inst.state != nil {
 		pristine = inst.state.Pristine()
 	}
 	if start := g.m.info.Start; start != "" {
@@ -569,7 +574,7 @@ func (g *generation) instantiate(ctx context.Context, take bool) (*instance, str
 		return nil, "", fmt.Errorf("instantiate %s: guest exited during %s; build it as a reactor", g.m.digest, g.m.info.Start)
 	}
 	f.startUps.Add(1)
-	if inst.state != nil {
+	if take && inst.state != nil {
 		sn, err := inst.state.Take(pristine)
 		if err != nil {
 			why = err.Error()

@@ -5,7 +5,7 @@
 ;; when the URI is "/trap" and grows memory by a page when it is "/grow";
 ;; then it counts the request in a global and in memory and sets the
 ;; response header "x-state" to five characters: the seed, the count in
-;; the global and the count in memory (each as '0'+n), 'z' when the byte
+;; the global and the count in memory (each as '0'+n%10), 'z' when the byte
 ;; at 4096 is zero ('d' when not), and the first byte of the config. It
 ;; continues to the next handler.
 (module
@@ -31,8 +31,8 @@
     (global.set $count (i32.add (global.get $count) (i32.const 1)))
     (i32.store (i32.const 512) (i32.add (i32.load (i32.const 512)) (i32.const 1)))
     (i32.store8 (i32.const 16) (i32.add (global.get $seed) (i32.const 48)))
-    (i32.store8 (i32.const 17) (i32.add (global.get $count) (i32.const 48)))
-    (i32.store8 (i32.const 18) (i32.add (i32.load (i32.const 512)) (i32.const 48)))
+    (i32.store8 (i32.const 17) (i32.add (i32.rem_u (global.get $count) (i32.const 10)) (i32.const 48)))
+    (i32.store8 (i32.const 18) (i32.add (i32.rem_u (i32.load (i32.const 512)) (i32.const 10)) (i32.const 48)))
     (i32.store8 (i32.const 19) (select (i32.const 122) (i32.const 100) (i32.eqz (i32.load8_u (i32.const 4096)))))
     (i32.store8 (i32.const 20) (i32.load8_u (i32.const 1024)))
     (call $set_header_value (i32.const 1) (i32.const 0) (i32.const 7) (i32.const 16) (i32.const 5))

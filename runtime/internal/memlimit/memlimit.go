@@ -24,10 +24,11 @@ func Pages(bytes int64) int64 { return (bytes + PageSize - 1) / PageSize }
 
 // Memory is the allocator and the linear memory of one instance.
 type Memory struct {
-	limit uint64
-	buf   []byte
-	hit   atomic.Bool
-	size  atomic.Uint64
+	limit   uint64
+	reserve uint64
+	buf     []byte
+	hit     atomic.Bool
+	size    atomic.Uint64
 }
 
 // New returns an allocator that caps memory at limit bytes.
@@ -38,10 +39,16 @@ func With(ctx context.Context, m *Memory) context.Context {
 	return experimental.WithMemoryAllocator(ctx, experimental.MemoryAllocatorFunc(m.allocate))
 }
 
+// Reserve makes the memory allocated at instantiation hold n bytes
+// without reallocating (within the limit): an instance made from a
+// snapshot grows to the snapshot's size at once.
+func (m *Memory) Reserve(n uint64) { m.reserve = n }
+
 func (m *Memory) allocate(capacity, maximum uint64) experimental.LinearMemory {
 	if maximum < m.limit {
 		m.limit = maximum
 	}
+	capacity = max(capacity, m.reserve)
 	if capacity > m.limit {
 		capacity = m.limit
 	}
