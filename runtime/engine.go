@@ -52,6 +52,9 @@ type EngineOptions struct {
 	// what deadlines cost. Never set in production: a looping guest would
 	// then hold its thread forever.
 	noDeadlines bool
+	// noBare makes instances from a snapshot instantiate with their data
+	// segments, for tests of that path.
+	noBare bool
 }
 
 // Engine compiles and runs filters. There is one per process: one wazero
@@ -63,6 +66,7 @@ type Engine struct {
 	tracer trace.Tracer
 	obs    Observer
 	slow   time.Duration
+	noBare bool
 
 	mu      sync.Mutex
 	modules map[string]*moduleEntry
@@ -83,6 +87,7 @@ func NewEngine(ctx context.Context, opts EngineOptions) (*Engine, error) {
 		log:     opts.Logger,
 		obs:     opts.Observer,
 		slow:    opts.SlowCompile,
+		noBare:  opts.noBare,
 		modules: map[string]*moduleEntry{},
 	}
 	if e.log == nil {
@@ -160,8 +165,11 @@ type Module struct {
 	// noSnapshot says why instances of this module can't be made from a
 	// snapshot; empty when they can (see snapshot.go).
 	noSnapshot string
+	code       snapshot.Code
 	snapMu     sync.Mutex
 	snaps      map[string]*snapEntry // by snapKey
+	bareOnce   sync.Once
+	bare       wazero.CompiledModule // see bareModule
 }
 
 // Digest identifies the module by its bytes: "sha256:<hex>".
@@ -220,13 +228,31 @@ func (e *Engine) compile(ctx context.Context, digest string, wasm []byte) (*Modu
 		return nil, fmt.Errorf("compile %s: %w", digest, err)
 	}
 	m := &Module{e: e, digest: digest, compiled: compiled, info: info, startSection: interrupt.HasStartSection(wasm), snaps: map[string]*snapEntry{}}
-	switch mut, err := snapshot.MutatesTables(wasm); {
+	code, err := snapshot.Scan(wasm)
+	switch {
 	case err != nil:
 		m.noSnapshot = "its code can't be checked for table changes: " + err.Error()
-	case mut:
+	case code.MutatesTables:
 		m.noSnapshot = "its code can change a table (table.set, table.grow, table.fill, table.copy, table.init or elem.drop)"
 	}
+	m.code = code
 	return m, nil
+}
+
+// bareModule returns the module compiled without its data segments, for
+// instances made from a snapshot, or nil when they need them (the code
+// uses memory.init or data.drop) or there are none. See snapshot.Bare.
+func (m *Module) bareModule() wazero.CompiledModule {
+	m.bareOnce.Do(func() {
+		if m.code.Data && !m.code.UsesData && !m.e.noBare {
+			if bare, err := snapshot.Bare(m.compiled); err == nil {
+				m.bare = bare
+			} else {
+				m.e.log.Debug("instances from a snapshot are instantiated with their data segments", "digest", m.digest, "reason", err)
+			}
+		}
+	})
+	return m.bare
 }
 
 // retain takes another reference to m (a filter generation using it).

@@ -26,3 +26,11 @@ func Instantiate(f *Filter, fromSnapshot bool) error {
 	inst.close()
 	return nil
 }
+
+// WithoutBare makes instances from a snapshot instantiate with their data
+// segments.
+func WithoutBare(o *EngineOptions) { o.noBare = true }
+
+// FromBare reports whether instances of f's current module are made from
+// the snapshot without the module's data segments.
+func FromBare(f *Filter) bool { return f.cur.Load().m.bare != nil }

@@ -520,7 +520,13 @@ func (g *generation) instantiate(ctx context.Context, snap *snapEntry, take bool
 	defer cancel()
 	ictx = memlimit.With(ictx, inst.mem)
 	ictx = abi.WithInvocation(ictx, &inst.inv)
-	mod, err := f.e.rt.InstantiateModule(ictx, g.m.compiled, cfg)
+	compiled, bare := g.m.compiled, false
+	if snap != nil {
+		if b := g.m.bareModule(); b != nil {
+			compiled, bare = b, true
+		}
+	}
+	mod, err := f.e.rt.InstantiateModule(ictx, compiled, cfg)
 	if err != nil {
 		return nil, "", f.setupError(g.m.info.Start, rec.Fail(), inst, ictx, err)
 	}
@@ -540,7 +546,7 @@ func (g *generation) instantiate(ctx context.Context, snap *snapEntry, take bool
 		if inst.state == nil {
 			err = errors.New(why)
 		} else {
-			err = inst.state.Restore(snap.snap)
+			err = inst.state.Restore(snap.snap, bare)
 		}
 		if err != nil {
 			_ = inst.closeModule()

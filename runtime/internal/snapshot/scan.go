@@ -11,18 +11,37 @@ const (
 	secImport = 2
 	secTable  = 4
 	secCode   = 10
+	secData   = 11
 )
 
-// MutatesTables reports whether the code of wasm can change a table after
-// instantiation: table.set, table.grow, table.fill, table.copy,
-// table.init or elem.drop. A snapshot does not carry tables (their
-// entries point into the instance they belong to), so such a module is
-// not snapshotted. A module with no table at all reports false without
-// reading its code. It fails on a binary it can't read or an instruction
-// it does not know, which callers treat as "it may".
+// Code is what Scan found in a module's code.
+type Code struct {
+	// MutatesTables: the code can change a table after instantiation
+	// (table.set, table.grow, table.fill, table.copy, table.init or
+	// elem.drop). A snapshot does not carry tables (their entries point
+	// into the instance they belong to), so such a module is not
+	// snapshotted.
+	MutatesTables bool
+	// Data: the module has data segments. UsesData: its code reads them
+	// after instantiation (memory.init or data.drop); when it does not,
+	// an instance made from a snapshot is instantiated without them
+	// (see Bare).
+	Data, UsesData bool
+}
+
+// MutatesTables reports Scan(wasm).MutatesTables.
 func MutatesTables(wasm []byte) (bool, error) {
+	c, err := Scan(wasm)
+	return c.MutatesTables, err
+}
+
+// Scan reads the code of wasm. A module without tables and data
+// segments is not read further. It fails on a binary it can't read or an
+// instruction it does not know, which callers treat as "it may".
+func Scan(wasm []byte) (Code, error) {
+	var c Code
 	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" {
-		return false, errors.New("not a Wasm binary")
+		return c, errors.New("not a Wasm binary")
 	}
 	var code []byte
 	tables := false
@@ -31,7 +50,7 @@ func MutatesTables(wasm []byte) (bool, error) {
 		id := b[0]
 		size, n := binary.Uvarint(b[1:])
 		if n <= 0 || size > uint64(len(b)-1-n) {
-			return false, errors.New("truncated section")
+			return c, errors.New("truncated section")
 		}
 		body := b[1+n : 1+n+int(size)]
 		b = b[1+n+int(size):]
@@ -41,22 +60,24 @@ func MutatesTables(wasm []byte) (bool, error) {
 		case secImport:
 			imp, err := importsTable(body)
 			if err != nil {
-				return false, err
+				return c, err
 			}
 			tables = tables || imp
 		case secCode:
 			code = body
+		case secData:
+			c.Data = len(body) > 0 && body[0] != 0 // a count of zero is one byte
 		}
 	}
-	if !tables || code == nil {
-		return false, nil
+	if !tables && !c.Data || code == nil {
+		return c, nil
 	}
 	r := reader{b: code}
 	count := r.u32()
 	for i := uint32(0); i < count && r.err == nil; i++ {
 		size := r.u32()
 		if r.err != nil || uint64(size) > uint64(len(r.b)) {
-			return false, fmt.Errorf("function %d: truncated body", i)
+			return c, fmt.Errorf("function %d: truncated body", i)
 		}
 		fn := reader{b: r.b[:size]}
 		r.b = r.b[size:]
@@ -64,15 +85,15 @@ func MutatesTables(wasm []byte) (bool, error) {
 			fn.u32()
 			fn.byte()
 		}
-		mut, err := fn.mutatesTables()
-		if err != nil {
-			return false, fmt.Errorf("function %d: %w", i, err)
+		if err := fn.instructions(&c); err != nil {
+			return c, fmt.Errorf("function %d: %w", i, err)
 		}
-		if mut {
-			return true, nil
+		c.MutatesTables = c.MutatesTables && tables
+		if c.MutatesTables && c.UsesData {
+			break
 		}
 	}
-	return false, r.err
+	return c, r.err
 }
 
 // importsTable reports whether an import section imports a table.
@@ -101,8 +122,8 @@ func importsTable(body []byte) (bool, error) {
 	return false, r.err
 }
 
-// mutatesTables reads one function body's instructions.
-func (r *reader) mutatesTables() (bool, error) {
+// instructions reads one function body's instructions into c.
+func (r *reader) instructions(c *Code) error {
 	var op byte
 	for len(r.b) > 0 && r.err == nil {
 		op = r.byte()
@@ -116,7 +137,8 @@ func (r *reader) mutatesTables() (bool, error) {
 			op >= 0x20 && op <= 0x25: // local.*, global.*, table.get
 			r.u32()
 		case op == 0x26: // table.set
-			return true, nil
+			c.MutatesTables = true
+			r.u32()
 		case op == 0x0e: // br_table
 			for n := r.u32(); n > 0 && r.err == nil; n-- {
 				r.u32()
@@ -147,9 +169,11 @@ func (r *reader) mutatesTables() (bool, error) {
 			switch sub := r.u32(); {
 			case sub <= 7: // saturating truncations
 			case sub == 8: // memory.init
+				c.UsesData = true
 				r.u32()
 				r.u32()
 			case sub == 9: // data.drop
+				c.UsesData = true
 				r.u32()
 			case sub == 10: // memory.copy
 				r.u32()
@@ -158,10 +182,15 @@ func (r *reader) mutatesTables() (bool, error) {
 				r.u32()
 			case sub == 16: // table.size
 				r.u32()
-			case sub >= 12 && sub <= 17: // table.init, elem.drop, table.copy, table.grow, table.fill
-				return true, nil
+			case sub == 12, sub == 14: // table.init, table.copy
+				c.MutatesTables = true
+				r.u32()
+				r.u32()
+			case sub == 13, sub == 15, sub == 17: // elem.drop, table.grow, table.fill
+				c.MutatesTables = true
+				r.u32()
 			default:
-				return false, fmt.Errorf("unknown instruction 0xfc %d", sub)
+				return fmt.Errorf("unknown instruction 0xfc %d", sub)
 			}
 		case op == 0xfd: // SIMD
 			switch sub := r.u32(); {
@@ -183,15 +212,15 @@ func (r *reader) mutatesTables() (bool, error) {
 				r.memarg()
 			}
 		default:
-			return false, fmt.Errorf("unknown instruction %#x", op)
+			return fmt.Errorf("unknown instruction %#x", op)
 		}
 	}
 	if r.err == nil && op != 0x0b {
 		// Every body ends with end: a reader that lost its way between
 		// instructions is caught here at the latest.
-		return false, errors.New("body does not end with end")
+		return errors.New("body does not end with end")
 	}
-	return false, r.err
+	return r.err
 }
 
 // reader reads the Wasm binary format; the first error sticks.

@@ -83,3 +83,25 @@ func TestMutatesTables_Guests(t *testing.T) {
 		}
 	}
 }
+
+func TestScan_Data(t *testing.T) {
+	data := []byte{11, 4, 1, 1, 1, 'x'} // one passive segment "x"
+	for _, tt := range []struct {
+		name string
+		wasm []byte
+		want Code
+	}{
+		{"no data", module(false, 0x01), Code{}},
+		{"data unused", append(module(false, 0x01), data...), Code{Data: true}},
+		{"memory.init", append(module(false, 0x41, 0, 0x41, 0, 0x41, 1, 0xfc, 8, 0, 0), data...), Code{Data: true, UsesData: true}},
+		{"data.drop", append(module(true, 0xfc, 9, 0), data...), Code{Data: true, UsesData: true}},
+		{"both", append(module(true, 0xfc, 9, 0, 0xfc, 13, 0), data...), Code{Data: true, UsesData: true, MutatesTables: true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Scan(tt.wasm)
+			if err != nil || got != tt.want {
+				t.Errorf("Scan = %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
+}

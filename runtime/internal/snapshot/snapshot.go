@@ -216,8 +216,9 @@ func sameFiles(a, b []uintptr) bool {
 
 // Restore makes s, fresh from instantiation without start functions, a
 // copy of sn, which was taken from an instance of the same compiled
-// module and configuration.
-func (s *State) Restore(sn *Snapshot) error {
+// module and configuration. bare says s was instantiated from Bare: its
+// memory is all zeros.
+func (s *State) Restore(sn *Snapshot, bare bool) error {
 	if len(s.globals) != len(sn.globals)/2 {
 		return errors.New("snapshot of another module")
 	}
@@ -236,8 +237,10 @@ func (s *State) Restore(sn *Snapshot) error {
 		for _, r := range sn.runs {
 			copy(mem[r.off:r.off+r.len], sn.data[r.at:r.at+r.len])
 		}
-		for _, r := range sn.clear {
-			clear(mem[r.off : r.off+r.len])
+		if !bare {
+			for _, r := range sn.clear {
+				clear(mem[r.off : r.off+r.len])
+			}
 		}
 	}
 	s.setGlobals(sn)
