@@ -349,7 +349,9 @@ func (f *Filter) newGeneration(ctx context.Context, m *Module) (*generation, err
 	if g.snap == nil {
 		var why string
 		insts[0], why, errs[0] = g.startUp(ctx)
-		if errs[0] == nil && g.snap == nil {
+		switch {
+		case errs[0] != nil:
+		case g.snap == nil:
 			f.log.Info("filter instances run the guest's start-up each: no snapshot", "digest", m.digest, "reason", why)
 			if f.opts.Reset == ResetRequest {
 				errs[0] = fmt.Errorf("reset %q needs a snapshot of the guest's start-up, and there is none: %s", f.opts.Reset, why)
@@ -514,7 +516,11 @@ func (g *generation) instantiate(ctx context.Context, snap *snapEntry, take bool
 		cfg = cfg.WithStderr(guestlog.New(log, slog.LevelWarn, "stderr"))
 	}
 	if snap != nil {
-		inst.mem.Reserve(uint64(snap.snap.Size()))
+		if snap.image != nil {
+			inst.mem.Map(snap.image)
+		} else {
+			inst.mem.Reserve(uint64(snap.snap.Size()))
+		}
 	}
 	ictx, cancel := context.WithTimeout(ctx, f.opts.InitTimeout)
 	defer cancel()
@@ -543,9 +549,20 @@ func (g *generation) instantiate(ctx context.Context, snap *snapEntry, take bool
 		}
 	}
 	if snap != nil {
-		if inst.state == nil {
+		switch {
+		case inst.state == nil:
 			err = errors.New(why)
-		} else {
+		case snap.image != nil:
+			// The memory maps the snapshot's: nothing to copy. Without
+			// the bare module, instantiation wrote the data segments
+			// over it; those pages are dropped.
+			if err = inst.mem.Mapped(); err == nil {
+				err = inst.state.Adopt(snap.snap)
+			}
+			if err == nil && !bare {
+				err = inst.mem.Revert(snap.snap.Size())
+			}
+		default:
 			err = inst.state.Restore(snap.snap, bare)
 		}
 		if err != nil {
@@ -586,7 +603,7 @@ func (g *generation) instantiate(ctx context.Context, snap *snapEntry, take bool
 			why = err.Error()
 			inst.state = nil
 		} else {
-			g.snap = &snapEntry{snap: sn, features: inst.inv.InitFeatures}
+			g.snap = g.m.newSnapEntry(sn, inst.inv.InitFeatures)
 			g.m.keepSnapshot(g.snapKey, g.snap)
 		}
 	}

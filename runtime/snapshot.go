@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/sluicehq/sluice/runtime/internal/abi"
+	"github.com/sluicehq/sluice/runtime/internal/memlimit"
 	"github.com/sluicehq/sluice/runtime/internal/snapshot"
 )
 
@@ -35,8 +36,23 @@ func (r Reset) String() string {
 // changes neither runs no start-up.
 type snapEntry struct {
 	snap     *snapshot.Snapshot
-	features abi.Features // what the guest enabled in its start-up
-	refs     int          // generations using it; under Module.snapMu
+	image    *memlimit.Image // the snapshot's memory, which instances map; nil where there is none
+	features abi.Features    // what the guest enabled in its start-up
+	refs     int             // generations using it; under Module.snapMu
+}
+
+// newSnapEntry keeps sn with its memory in an image (see memlimit.Image)
+// where the platform has them.
+func (m *Module) newSnapEntry(sn *snapshot.Snapshot, features abi.Features) *snapEntry {
+	e := &snapEntry{snap: sn, features: features}
+	im, err := memlimit.NewImage(sn.Size(), sn.Runs)
+	if err != nil {
+		m.e.log.Debug("snapshot memory copied into each instance: no memory image", "digest", m.digest, "reason", err)
+		return e
+	}
+	sn.UseMemory(im.View())
+	e.image = im
+	return e
 }
 
 // snapKey identifies what a start-up depends on besides the module: the
@@ -98,7 +114,13 @@ func (m *Module) releaseSnapshot(key string, e *snapEntry) {
 	m.snapMu.Lock()
 	defer m.snapMu.Unlock()
 	e.refs--
-	if e.refs == 0 && m.snaps[key] == e {
+	if e.refs > 0 {
+		return
+	}
+	if m.snaps[key] == e {
 		delete(m.snaps, key)
+	}
+	if e.image != nil {
+		e.image.Close() // instances that mapped it keep their mapping
 	}
 }

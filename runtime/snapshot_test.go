@@ -244,7 +244,7 @@ func TestSnapshot_GoGuest(t *testing.T) {
 	for _, r := range []runtime.Reset{runtime.ResetNever, runtime.ResetRequest} {
 		t.Run(r.String(), func(t *testing.T) {
 			f := ev.filterBytes(t, "jwt", wasm, runtime.FilterOptions{PoolSize: 2, Config: cfg, Reset: r, MemoryLimit: 64 << 20})
-			if s := f.Stats(); s.StartUps+s.Restores != 2 || s.Restores == 0 {
+			if s := f.Stats(); s.StartUps != 1 || s.Restores < 1 {
 				t.Fatalf("start-ups %d, restores %d", s.StartUps, s.Restores)
 			}
 			for i := range 6 {

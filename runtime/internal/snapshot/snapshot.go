@@ -157,6 +157,29 @@ func (sn *Snapshot) Size() int { return sn.size }
 // Bytes is what the snapshot holds in memory: its non-zero blocks.
 func (sn *Snapshot) Bytes() int { return len(sn.data) }
 
+// Runs yields the non-zero runs of the snapshot's memory with their
+// offsets.
+func (sn *Snapshot) Runs(yield func(off int, b []byte) bool) {
+	for _, r := range sn.runs {
+		if !yield(r.off, sn.data[r.at:r.at+r.len]) {
+			return
+		}
+	}
+}
+
+// UseMemory makes the snapshot read its memory from view, the whole of
+// it (Size bytes, zeros included: a memory image's read-only mapping),
+// instead of its own copy, which it drops.
+func (sn *Snapshot) UseMemory(view []byte) {
+	if len(view) != sn.size {
+		panic("snapshot: view of another size")
+	}
+	for i := range sn.runs {
+		sn.runs[i].at = sn.runs[i].off
+	}
+	sn.data = view
+}
+
 // Take captures s, whose state before start-up was p. It fails when the
 // start-up left the WASI file table different from what instantiation
 // makes (a file left open, a preopen closed or renumbered): a copy of
@@ -240,6 +263,24 @@ func (s *State) Restore(sn *Snapshot, bare bool) error {
 		if !bare {
 			for _, r := range sn.clear {
 				clear(mem[r.off : r.off+r.len])
+			}
+		}
+	}
+	s.setGlobals(sn)
+	return nil
+}
+
+// Adopt makes s, whose memory is already a mapping of sn's, a copy of
+// sn: it grows the memory to sn's size and sets the globals.
+func (s *State) Adopt(sn *Snapshot) error {
+	if len(s.globals) != len(sn.globals)/2 {
+		return errors.New("snapshot of another module")
+	}
+	if sn.size > 0 {
+		m := s.mod.Memory()
+		if have := int(m.Size()); have < sn.size {
+			if _, ok := m.Grow(uint32((sn.size - have) / 65536)); !ok {
+				return fmt.Errorf("memory can't grow to the snapshot's %d bytes", sn.size)
 			}
 		}
 	}
