@@ -53,8 +53,9 @@ type EngineOptions struct {
 	// then hold its thread forever.
 	noDeadlines bool
 	// noBare makes instances from a snapshot instantiate with their data
-	// segments, for tests of that path.
-	noBare bool
+	// segments, noImage copy the snapshot's memory instead of mapping it,
+	// for tests of those paths (the ones other platforms and modules take).
+	noBare, noImage bool
 }
 
 // Engine compiles and runs filters. There is one per process: one wazero
@@ -66,7 +67,8 @@ type Engine struct {
 	tracer trace.Tracer
 	obs    Observer
 	slow   time.Duration
-	noBare bool
+
+	noBare, noImage bool
 
 	mu      sync.Mutex
 	modules map[string]*moduleEntry
@@ -88,6 +90,7 @@ func NewEngine(ctx context.Context, opts EngineOptions) (*Engine, error) {
 		obs:     opts.Observer,
 		slow:    opts.SlowCompile,
 		noBare:  opts.noBare,
+		noImage: opts.noImage,
 		modules: map[string]*moduleEntry{},
 	}
 	if e.log == nil {

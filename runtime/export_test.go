@@ -31,6 +31,10 @@ func Instantiate(f *Filter, fromSnapshot bool) error {
 // segments.
 func WithoutBare(o *EngineOptions) { o.noBare = true }
 
+// WithoutImage makes instances copy the snapshot's memory instead of
+// mapping it.
+func WithoutImage(o *EngineOptions) { o.noImage = true }
+
 // FromBare reports whether instances of f's current module are made from
 // the snapshot without the module's data segments.
 func FromBare(f *Filter) bool { return f.cur.Load().m.bare != nil }

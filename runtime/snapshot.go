@@ -45,6 +45,9 @@ type snapEntry struct {
 // where the platform has them.
 func (m *Module) newSnapEntry(sn *snapshot.Snapshot, features abi.Features) *snapEntry {
 	e := &snapEntry{snap: sn, features: features}
+	if m.e.noImage {
+		return e
+	}
 	im, err := memlimit.NewImage(sn.Size(), sn.Runs)
 	if err != nil {
 		m.e.log.Debug("snapshot memory copied into each instance: no memory image", "digest", m.digest, "reason", err)

@@ -48,35 +48,44 @@ func otherBytes(wasm []byte) []byte {
 func TestSnapshot_PoolGrowth(t *testing.T) {
 	// Instances from the snapshot start from the module without its data
 	// segments, or (WithoutBare, and for a module whose code reads them)
-	// with them: then the segment the start-up zeroed must be zeroed.
+	// with them: then the segment the start-up zeroed must be zeroed. They
+	// map the snapshot's memory, or (WithoutImage, and off Linux) copy it.
 	for _, bare := range []bool{true, false} {
-		t.Run(fmt.Sprintf("bare=%v", bare), func(t *testing.T) {
-			ev := newEnv(t)
-			if !bare {
-				ev = newEnv(t, runtime.WithoutBare)
-			}
-			f := ev.filter(t, "snap", runtime.FilterOptions{PoolSize: 4, Config: snapConfig})
-			if got, want := countsOf(f), (counts{startUps: 1, restores: 3}); got != want {
-				t.Fatalf("after NewFilter: %+v, want %+v", got, want)
-			}
-			if runtime.FromBare(f) != bare {
-				t.Fatalf("from the bare module: %v, want %v", runtime.FromBare(f), bare)
-			}
-			// The pool hands instances out in turn: each of the four
-			// answers once with the state its start-up left (the global
-			// it does not export is 7, the data segment it zeroed is zero,
-			// the config is in memory), then once more with its counts at
-			// two.
-			for i := range 8 {
-				want := "711z{"
-				if i >= 4 {
-					want = "722z{"
+		for _, image := range []bool{true, false} {
+			t.Run(fmt.Sprintf("bare=%v,image=%v", bare, image), func(t *testing.T) {
+				var opts []func(*runtime.EngineOptions)
+				if !bare {
+					opts = append(opts, runtime.WithoutBare)
 				}
-				if got := state(t, f, "/"); got != want {
-					t.Errorf("request %d: x-state %q, want %q", i, got, want)
+				if !image {
+					opts = append(opts, runtime.WithoutImage)
 				}
-			}
-		})
+				testPoolGrowth(t, newEnv(t, opts...), bare)
+			})
+		}
+	}
+}
+
+func testPoolGrowth(t *testing.T, ev *env, bare bool) {
+	f := ev.filter(t, "snap", runtime.FilterOptions{PoolSize: 4, Config: snapConfig})
+	if got, want := countsOf(f), (counts{startUps: 1, restores: 3}); got != want {
+		t.Fatalf("after NewFilter: %+v, want %+v", got, want)
+	}
+	if runtime.FromBare(f) != bare {
+		t.Fatalf("from the bare module: %v, want %v", runtime.FromBare(f), bare)
+	}
+	// The pool hands instances out in turn: each of the four answers once
+	// with the state its start-up left (the global it does not export is
+	// 7, the data segment it zeroed is zero, the config is in memory),
+	// then once more with its counts at two.
+	for i := range 8 {
+		want := "711z{"
+		if i >= 4 {
+			want = "722z{"
+		}
+		if got := state(t, f, "/"); got != want {
+			t.Errorf("request %d: x-state %q, want %q", i, got, want)
+		}
 	}
 }
 
