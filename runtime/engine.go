@@ -171,8 +171,9 @@ type Module struct {
 	code       snapshot.Code
 	snapMu     sync.Mutex
 	snaps      map[string]*snapEntry // by snapKey
-	bareOnce   sync.Once
-	bare       wazero.CompiledModule // see bareModule
+	// bare is the module without its data segments, for instances made
+	// from a snapshot; nil when they need them or there are none.
+	bare wazero.CompiledModule
 }
 
 // Digest identifies the module by its bytes: "sha256:<hex>".
@@ -239,23 +240,15 @@ func (e *Engine) compile(ctx context.Context, digest string, wasm []byte) (*Modu
 		m.noSnapshot = "its code can change a table (table.set, table.grow, table.fill, table.copy, table.init or elem.drop)"
 	}
 	m.code = code
-	return m, nil
-}
-
-// bareModule returns the module compiled without its data segments, for
-// instances made from a snapshot, or nil when they need them (the code
-// uses memory.init or data.drop) or there are none. See snapshot.Bare.
-func (m *Module) bareModule() wazero.CompiledModule {
-	m.bareOnce.Do(func() {
-		if m.code.Data && !m.code.UsesData && !m.e.noBare {
-			if bare, err := snapshot.Bare(m.compiled); err == nil {
-				m.bare = bare
-			} else {
-				m.e.log.Debug("instances from a snapshot are instantiated with their data segments", "digest", m.digest, "reason", err)
-			}
+	// Instances made from a snapshot don't need the data segments, unless
+	// the code reads them (memory.init, data.drop). The copy is made now,
+	// before anything instantiates the module (see snapshot.Bare).
+	if m.noSnapshot == "" && code.Data && !code.UsesData && !e.noBare {
+		if m.bare, err = snapshot.Bare(compiled); err != nil {
+			e.log.Debug("instances from a snapshot are instantiated with their data segments", "digest", digest, "reason", err)
 		}
-	})
-	return m.bare
+	}
+	return m, nil
 }
 
 // retain takes another reference to m (a filter generation using it).

@@ -527,10 +527,8 @@ func (g *generation) instantiate(ctx context.Context, snap *snapEntry, take bool
 	ictx = memlimit.With(ictx, inst.mem)
 	ictx = abi.WithInvocation(ictx, &inst.inv)
 	compiled, bare := g.m.compiled, false
-	if snap != nil {
-		if b := g.m.bareModule(); b != nil {
-			compiled, bare = b, true
-		}
+	if snap != nil && g.m.bare != nil {
+		compiled, bare = g.m.bare, true
 	}
 	mod, err := f.e.rt.InstantiateModule(ictx, compiled, cfg)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -271,5 +272,35 @@ func TestSnapshot_GoGuest(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSnapshot_ResetConcurrent: under concurrent requests (both phases,
+// the next handler in between) every request of a reset-per-request
+// filter sees the snapshot, and the pool is whole afterwards.
+func TestSnapshot_ResetConcurrent(t *testing.T) {
+	ev := newEnv(t)
+	f := ev.filter(t, "snap", runtime.FilterOptions{PoolSize: 2, Config: snapConfig, Reset: runtime.ResetRequest})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				x := fakehttp.New("/")
+				if _, err := roundTrip(f, x, func(*fakehttp.Exchange) { time.Sleep(100 * time.Microsecond) }); err != nil {
+					t.Error(err)
+					return
+				}
+				if got := string(x.ResponseHeader("x-state")); got != "711z{" {
+					t.Errorf("x-state %q", got)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if s := f.Stats(); s.Resets != 400 || s.Live != 2 {
+		t.Errorf("resets %d, live %d; want 400, 2", s.Resets, s.Live)
 	}
 }
