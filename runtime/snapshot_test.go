@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/sluicehq/sluice/runtime"
@@ -302,5 +303,37 @@ func TestSnapshot_ResetConcurrent(t *testing.T) {
 	wg.Wait()
 	if s := f.Stats(); s.Resets != 400 || s.Live != 2 {
 		t.Errorf("resets %d, live %d; want 400, 2", s.Resets, s.Live)
+	}
+}
+
+// TestSnapshot_WASIFiles: a start-up that leaves a file open is not
+// snapshotted (a copy of its memory would name a descriptor the new
+// instance does not have); one that leaves the file table as it found it
+// is.
+func TestSnapshot_WASIFiles(t *testing.T) {
+	fsys := fstest.MapFS{"f": {Data: []byte("x")}}
+	for _, tt := range []struct {
+		config, errno string
+		want          counts
+	}{
+		{"open", "0", counts{startUps: 2}},
+		{"no", "n", counts{startUps: 1, restores: 1}},
+	} {
+		t.Run(tt.config, func(t *testing.T) {
+			ev := newEnv(t)
+			f := ev.filter(t, "wasifile", runtime.FilterOptions{PoolSize: 2, Config: []byte(tt.config), WASI: runtime.WASIOptions{FS: fsys}})
+			if got := countsOf(f); got != tt.want {
+				t.Errorf("%+v, want %+v", got, tt.want)
+			}
+			for range 2 {
+				x := fakehttp.New("/")
+				if _, err := roundTrip(f, x, nil); err != nil || string(x.ResponseHeader("x-errno")) != tt.errno {
+					t.Errorf("x-errno %q, %v; want %q", x.ResponseHeader("x-errno"), err, tt.errno)
+				}
+			}
+			if tt.want.restores == 0 && !strings.Contains(ev.log.String(), "open WASI files") {
+				t.Errorf("no reason logged:\n%s", ev.log)
+			}
+		})
 	}
 }
