@@ -338,10 +338,12 @@ func (f *Filter) newGeneration(ctx context.Context, m *Module) (*generation, err
 	g.refs.Init(1)
 	m.retain()
 
-	// One instance first: a setup that fails (a config the guest
-	// rejects, say) fails the same way in every instance, and is reported
-	// once. Then the rest of the pool, in parallel; any failure fails the
-	// generation, with the first error.
+	// One instance first: it runs the guest's start-up and takes the
+	// snapshot, unless an earlier generation of the module with the same
+	// config left one. A setup that fails (a config the guest rejects,
+	// say) fails the same way in every instance, and is reported once.
+	// Then the rest of the pool, in parallel, from the snapshot; any
+	// failure fails the generation, with the first error.
 	insts := make([]*instance, f.opts.PoolSize)
 	errs := make([]error, f.opts.PoolSize)
 	g.snapKey = snapKey(f.opts)
