@@ -542,7 +542,7 @@ func (g *generation) instantiate(ctx context.Context, snap *snapEntry, take bool
 		return nil, "", fmt.Errorf("instantiate %s: %w", g.m.digest, err)
 	}
 	why := g.m.noSnapshot
-	if snap != nil || take && why == "" || g.snap != nil {
+	if snap != nil || take && why == "" {
 		inst.state, err = snapshot.Open(mod)
 		if err != nil {
 			why = "wazero's module instance is not the one sluice knows: " + err.Error()
@@ -552,17 +552,15 @@ func (g *generation) instantiate(ctx context.Context, snap *snapEntry, take bool
 		switch {
 		case inst.state == nil:
 			err = errors.New(why)
-		case snap.image != nil:
+		case snap.image != nil && inst.mem.Mapped() == nil:
 			// The memory maps the snapshot's: nothing to copy. Without
 			// the bare module, instantiation wrote the data segments
 			// over it; those pages are dropped.
-			if err = inst.mem.Mapped(); err == nil {
-				err = inst.state.Adopt(snap.snap)
-			}
+			err = inst.state.Adopt(snap.snap)
 			if err == nil && !bare {
 				err = inst.mem.Revert(snap.snap.Size())
 			}
-		default:
+		default: // no image, or it could not be mapped: copy
 			err = inst.state.Restore(snap.snap, bare)
 		}
 		if err != nil {

@@ -50,7 +50,8 @@ func (m *Memory) Reserve(n uint64) { m.reserve = n }
 
 // Map makes the memory allocated at instantiation a copy-on-write
 // mapping of im (see Image). When the mapping fails the memory is Go's,
-// all zeros, and Mapped reports the error.
+// all zeros, and Mapped reports the error: the caller copies the image's
+// content (its View) instead.
 func (m *Memory) Map(im *Image) { m.image = im }
 
 // Mapped reports whether the memory is a mapping of the image given to
