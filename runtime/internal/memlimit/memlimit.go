@@ -6,6 +6,10 @@
 // experimental.WithMemoryAllocator). Growth past the cap fails the guest's
 // memory.grow (it returns -1, as the spec says) and is remembered, so the
 // host can tell a guest that died of the cap from one that merely trapped.
+//
+// On Linux a memory can also be a copy-on-write mapping of an Image, the
+// memory of a snapshot of the guest's start-up kept in a memory file:
+// instances made from the snapshot then share the pages they only read.
 package memlimit
 
 import (
