@@ -213,7 +213,7 @@ func (d *decoder) telemetry(blk *hcl.Block) Telemetry {
 
 // defaultFilter returns a filter's defaults.
 func defaultFilter(name string) *Filter {
-	return &Filter{Name: name, Config: []byte("{}"), Timeout: 100 * time.Millisecond, Memory: 16 << 20, MaxBuffer: 1 << 20}
+	return &Filter{Name: name, Config: []byte("{}"), Timeout: 100 * time.Millisecond, Memory: 16 << 20, MaxBuffer: 1 << 20, Reset: "never"}
 }
 
 const wasmPage = 64 << 10
@@ -222,7 +222,7 @@ func (d *decoder) filter(blk *hcl.Block) *Filter {
 	f := defaultFilter(blk.Labels[0])
 	f.Range = blk.LabelRanges[0]
 	b := d.content(blk.Body, fmt.Sprintf("filter %q", f.Name), blk.DefRange,
-		[]string{"module", "config", "timeout", "memory", "max_buffer"}, blockType("pool"))
+		[]string{"module", "config", "timeout", "memory", "max_buffer", "reset"}, blockType("pool"))
 	if f.Name == "" {
 		d.errorf(f.Range, "Empty filter name", "A filter needs a name.")
 	}
@@ -261,6 +261,7 @@ func (d *decoder) filter(blk *hcl.Block) *Filter {
 	if b.size("max_buffer", &f.MaxBuffer) && f.MaxBuffer > 1<<30 {
 		d.errorf(b.rng("max_buffer"), "Invalid size", "max_buffer must be at most 1GiB; a filter that needs more should read the body in pieces without buffer_request.")
 	}
+	b.oneOf("reset", &f.Reset, "never", "request")
 	if pb := b.single("pool"); pb != nil {
 		x := d.content(pb.Body, "pool", pb.DefRange, []string{"size"})
 		x.integer("size", &f.Pool.Size, 0, 1<<16)

@@ -240,6 +240,11 @@ type Filter struct {
 	// "0B" means no body may be buffered for it (an empty one still
 	// reads). A response body the filter never reads is not buffered.
 	MaxBuffer int64 `json:"max_buffer"`
+	// Reset is when an instance is made a copy of the snapshot of the
+	// guest's start-up again: "never" (state persists across requests)
+	// or "request" (after every request; the instance is held for the
+	// whole request). HCL `reset`, default "never".
+	Reset string `json:"reset"`
 	// Pool is the `pool {}` block.
 	Pool Pool `json:"pool"`
 	// Range is the block's label.

@@ -97,7 +97,16 @@ func filterOptions(fc *config.Filter) runtime.FilterOptions {
 		MemoryLimit: fc.Memory,
 		PoolSize:    fc.Pool.Size,
 		MaxBuffer:   runtimeMaxBuffer(fc.MaxBuffer),
+		Reset:       runtimeReset(fc.Reset),
 	}
+}
+
+// runtimeReset maps reset to FilterOptions.Reset.
+func runtimeReset(s string) runtime.Reset {
+	if s == "request" {
+		return runtime.ResetRequest
+	}
+	return runtime.ResetNever
 }
 
 // chainFor returns the Deps.Filters builder for one generation's filters.

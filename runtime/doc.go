@@ -38,7 +38,8 @@
 //   - Engine (NewEngine, Compile, NewFilter, Close) and EngineOptions.
 //   - Module (Digest, Close): a compiled guest shared by digest.
 //   - Filter (HandleRequest, Features, Swap, Watch, Stats, Close),
-//     FilterOptions, WASIOptions, FilterStats.
+//     FilterOptions, WASIOptions, FilterStats; Reset and its constants
+//     (when an instance goes back to the snapshot of the guest's start-up).
 //   - Call (HandleResponse, Release, Features).
 //   - Features and its constants; Observer and the Outcome constants;
 //     the Err sentinel errors; SetupError, a guest that failed to start
@@ -57,7 +58,8 @@
 // defined here. The details live under runtime/internal: abi (the host
 // functions), pool (idle instances and reference counts), memlimit (the
 // per-instance memory cap), guestlog (WASI output to the log), interrupt
-// (stopping a guest at its deadline without a goroutine per call). Why it is
+// (stopping a guest at its deadline without a goroutine per call), snapshot
+// (instances made from a snapshot of the guest's start-up). Why it is
 // built this way is in RATIONALE.md; the ABI as implemented, with every
 // host-specific decision, is in ABI-STATE.md.
 package runtime

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluicehq/sluice/runtime/internal/abi"
 	"github.com/sluicehq/sluice/runtime/internal/interrupt"
+	"github.com/sluicehq/sluice/runtime/internal/snapshot"
 )
 
 // Observer is told about every guest invocation. The host plugs its
@@ -51,6 +52,10 @@ type EngineOptions struct {
 	// what deadlines cost. Never set in production: a looping guest would
 	// then hold its thread forever.
 	noDeadlines bool
+	// noBare makes instances from a snapshot instantiate with their data
+	// segments, noImage copy the snapshot's memory instead of mapping it,
+	// for tests of those paths (the ones other platforms and modules take).
+	noBare, noImage bool
 }
 
 // Engine compiles and runs filters. There is one per process: one wazero
@@ -62,6 +67,8 @@ type Engine struct {
 	tracer trace.Tracer
 	obs    Observer
 	slow   time.Duration
+
+	noBare, noImage bool
 
 	mu      sync.Mutex
 	modules map[string]*moduleEntry
@@ -82,6 +89,8 @@ func NewEngine(ctx context.Context, opts EngineOptions) (*Engine, error) {
 		log:     opts.Logger,
 		obs:     opts.Observer,
 		slow:    opts.SlowCompile,
+		noBare:  opts.noBare,
+		noImage: opts.noImage,
 		modules: map[string]*moduleEntry{},
 	}
 	if e.log == nil {
@@ -156,6 +165,15 @@ type Module struct {
 	startSection bool
 	detach       sync.Once
 	detached     bool // wazero starts no goroutine per call; set in detach
+	// noSnapshot says why instances of this module can't be made from a
+	// snapshot; empty when they can (see snapshot.go).
+	noSnapshot string
+	code       snapshot.Code
+	snapMu     sync.Mutex
+	snaps      map[string]*snapEntry // by snapKey
+	// bare is the module without its data segments, for instances made
+	// from a snapshot; nil when they need them or there are none.
+	bare wazero.CompiledModule
 }
 
 // Digest identifies the module by its bytes: "sha256:<hex>".
@@ -213,7 +231,24 @@ func (e *Engine) compile(ctx context.Context, digest string, wasm []byte) (*Modu
 		_ = compiled.Close(ctx)
 		return nil, fmt.Errorf("compile %s: %w", digest, err)
 	}
-	return &Module{e: e, digest: digest, compiled: compiled, info: info, startSection: interrupt.HasStartSection(wasm)}, nil
+	m := &Module{e: e, digest: digest, compiled: compiled, info: info, startSection: interrupt.HasStartSection(wasm), snaps: map[string]*snapEntry{}}
+	code, err := snapshot.Scan(wasm)
+	switch {
+	case err != nil:
+		m.noSnapshot = "its code can't be checked for table changes: " + err.Error()
+	case code.MutatesTables:
+		m.noSnapshot = "its code can change a table (table.set, table.grow, table.fill, table.copy, table.init or elem.drop)"
+	}
+	m.code = code
+	// Instances made from a snapshot don't need the data segments, unless
+	// the code reads them (memory.init, data.drop). The copy is made now,
+	// before anything instantiates the module (see snapshot.Bare).
+	if m.noSnapshot == "" && code.Data && !code.UsesData && !e.noBare {
+		if m.bare, err = snapshot.Bare(compiled); err != nil {
+			e.log.Debug("instances from a snapshot are instantiated with their data segments", "digest", digest, "reason", err)
+		}
+	}
+	return m, nil
 }
 
 // retain takes another reference to m (a filter generation using it).

@@ -26,6 +26,7 @@ import (
 	"github.com/sluicehq/sluice/runtime/internal/interrupt"
 	"github.com/sluicehq/sluice/runtime/internal/memlimit"
 	"github.com/sluicehq/sluice/runtime/internal/pool"
+	"github.com/sluicehq/sluice/runtime/internal/snapshot"
 )
 
 // Defaults of FilterOptions.
@@ -62,6 +63,9 @@ type FilterOptions struct {
 	MaxBuffer int64
 	// WASI configures guests that import wasi_snapshot_preview1.
 	WASI WASIOptions
+	// Reset is when an instance is made a copy of the snapshot of the
+	// guest's start-up again: ResetNever (the default) or ResetRequest.
+	Reset Reset
 }
 
 // WASIOptions configures what a WASI guest sees. By default it has no
@@ -88,6 +92,13 @@ type FilterStats struct {
 	Swaps       uint64
 	SwapErrors  uint64
 	LastSwap    time.Time // zero until the first Swap
+	// StartUps counts the instances that ran the guest's start-up
+	// (_initialize or _start): one per module and config when snapshots
+	// work. Restores counts the instances made from a snapshot instead,
+	// Resets the in-place resets of ResetRequest.
+	StartUps uint64
+	Restores uint64
+	Resets   uint64
 }
 
 // Filter runs one guest module as a pool of instances. It is safe for
@@ -111,6 +122,9 @@ type Filter struct {
 	swaps       atomic.Uint64
 	swapErrors  atomic.Uint64
 	lastSwap    atomic.Int64
+	startUps    atomic.Uint64
+	restores    atomic.Uint64
+	resets      atomic.Uint64
 
 	watchMu sync.Mutex
 	watches []func()
@@ -176,6 +190,9 @@ func (f *Filter) Stats() FilterStats {
 		Errors:      f.errors.Load(),
 		Swaps:       f.swaps.Load(),
 		SwapErrors:  f.swapErrors.Load(),
+		StartUps:    f.startUps.Load(),
+		Restores:    f.restores.Load(),
+		Resets:      f.resets.Load(),
 	}
 	if g := f.cur.Load(); g != nil {
 		s.Digest = g.m.digest
@@ -271,6 +288,10 @@ type generation struct {
 	retiring atomic.Bool
 	features Features
 	digest   attribute.KeyValue
+	// snap is the snapshot new instances are made from; nil when the
+	// module can't be snapshotted (each instance runs the start-up).
+	snap    *snapEntry
+	snapKey string
 }
 
 func (f *Filter) newGeneration(ctx context.Context, m *Module) (*generation, error) {
@@ -317,13 +338,32 @@ func (f *Filter) newGeneration(ctx context.Context, m *Module) (*generation, err
 	g.refs.Init(1)
 	m.retain()
 
-	// One instance first: a setup that fails (a config the guest
-	// rejects, say) fails the same way in every instance, and is reported
-	// once. Then the rest of the pool, in parallel; any failure fails the
-	// generation, with the first error.
+	// One instance first: it runs the guest's start-up and takes the
+	// snapshot, unless an earlier generation of the module with the same
+	// config left one. A setup that fails (a config the guest rejects,
+	// say) fails the same way in every instance, and is reported once.
+	// Then the rest of the pool, in parallel, from the snapshot; any
+	// failure fails the generation, with the first error.
 	insts := make([]*instance, f.opts.PoolSize)
 	errs := make([]error, f.opts.PoolSize)
-	insts[0], errs[0] = g.newInstance(ctx)
+	g.snapKey = snapKey(f.opts)
+	g.snap = m.findSnapshot(g.snapKey)
+	if g.snap == nil {
+		var why string
+		insts[0], why, errs[0] = g.startUp(ctx)
+		switch {
+		case errs[0] != nil:
+		case g.snap == nil:
+			f.log.Info("filter instances run the guest's start-up each: no snapshot", "digest", m.digest, "reason", why)
+			if f.opts.Reset == ResetRequest {
+				errs[0] = fmt.Errorf("reset %q needs a snapshot of the guest's start-up, and there is none: %s", f.opts.Reset, why)
+				insts[0].close()
+				insts[0] = nil
+			}
+		}
+	} else {
+		insts[0], errs[0] = g.newInstance(ctx)
+	}
 	if errs[0] == nil {
 		var wg sync.WaitGroup
 		for i := 1; i < len(insts); i++ {
@@ -341,6 +381,7 @@ func (f *Filter) newGeneration(ctx context.Context, m *Module) (*generation, err
 				inst.close()
 			}
 		}
+		g.releaseSnapshot()
 		_ = m.Close(ctx)
 		return nil, errs[i]
 	}
@@ -375,8 +416,15 @@ func (g *generation) shutdown() {
 		inst.closeLocked()
 		inst.mu.Unlock()
 	}
+	g.releaseSnapshot()
 	_ = g.m.Close(context.Background())
 	g.f.gens.Done()
+}
+
+func (g *generation) releaseSnapshot() {
+	if g.snap != nil {
+		g.m.releaseSnapshot(g.snapKey, g.snap)
+	}
 }
 
 // replace starts a fresh instance in place of a retired one, off the
@@ -414,6 +462,7 @@ type instance struct {
 	ctx         callCtx
 	mem         *memlimit.Memory
 	intr        interrupt.Instance // valid when g.m.detached
+	state       *snapshot.State    // nil when g.snap is
 	timer       *time.Timer
 	done        chan struct{}
 	fired       atomic.Bool
@@ -426,7 +475,23 @@ type instance struct {
 
 func (inst *instance) isRetired() bool { return inst.retired.Load() }
 
+// newInstance makes an instance from the generation's snapshot, or runs
+// the start-up when there is none.
 func (g *generation) newInstance(ctx context.Context) (*instance, error) {
+	inst, _, err := g.instantiate(ctx, g.snap, false)
+	return inst, err
+}
+
+// startUp makes the generation's first instance by running the guest's
+// start-up, and takes the snapshot the others are made from (g.snap). It
+// says why when it could not take one.
+func (g *generation) startUp(ctx context.Context) (*instance, string, error) {
+	return g.instantiate(ctx, nil, true)
+}
+
+// instantiate makes an instance from snap, or by running the start-up
+// when snap is nil; then, if take, it takes the generation's snapshot.
+func (g *generation) instantiate(ctx context.Context, snap *snapEntry, take bool) (*instance, string, error) {
 	f := g.f
 	inst := &instance{g: g, done: make(chan struct{})}
 	inst.ctx.inst = inst
@@ -452,18 +517,63 @@ func (g *generation) newInstance(ctx context.Context) (*instance, error) {
 	if g.m.info.WASI && f.opts.WASI.Stderr == nil {
 		cfg = cfg.WithStderr(guestlog.New(log, slog.LevelWarn, "stderr"))
 	}
+	if snap != nil {
+		if snap.image != nil {
+			inst.mem.Map(snap.image)
+		} else {
+			inst.mem.Reserve(uint64(snap.snap.Size()))
+		}
+	}
 	ictx, cancel := context.WithTimeout(ctx, f.opts.InitTimeout)
 	defer cancel()
 	ictx = memlimit.With(ictx, inst.mem)
 	ictx = abi.WithInvocation(ictx, &inst.inv)
-	mod, err := f.e.rt.InstantiateModule(ictx, g.m.compiled, cfg)
+	compiled, bare := g.m.compiled, false
+	if snap != nil && g.m.bare != nil {
+		compiled, bare = g.m.bare, true
+	}
+	mod, err := f.e.rt.InstantiateModule(ictx, compiled, cfg)
 	if err != nil {
-		return nil, f.setupError(g.m.info.Start, rec.Fail(), inst, ictx, err)
+		return nil, "", f.setupError(g.m.info.Start, rec.Fail(), inst, ictx, err)
 	}
 	inst.mod = mod
 	if err := g.m.detachWatcher(inst); err != nil {
 		_ = mod.Close(ctx)
-		return nil, fmt.Errorf("instantiate %s: %w", g.m.digest, err)
+		return nil, "", fmt.Errorf("instantiate %s: %w", g.m.digest, err)
+	}
+	why := g.m.noSnapshot
+	if snap != nil || take && why == "" {
+		inst.state, err = snapshot.Open(mod)
+		if err != nil {
+			why = "wazero's module instance is not the one sluice knows: " + err.Error()
+		}
+	}
+	if snap != nil {
+		switch {
+		case inst.state == nil:
+			err = errors.New(why)
+		case snap.image != nil && inst.mem.Mapped() == nil:
+			// The memory maps the snapshot's: nothing to copy. Without
+			// the bare module, instantiation wrote the data segments
+			// over it; those pages are dropped.
+			err = inst.state.Adopt(snap.snap)
+			if err == nil && !bare {
+				err = inst.mem.Revert(snap.snap.Size())
+			}
+		default: // no image, or it could not be mapped: copy
+			err = inst.state.Restore(snap.snap, bare)
+		}
+		if err != nil {
+			_ = inst.closeModule()
+			return nil, "", fmt.Errorf("instantiate %s from its snapshot: %w", g.m.digest, err)
+		}
+		inst.inv.InitFeatures = snap.features
+		f.restores.Add(1)
+		return g.ready(inst, rec), "", nil
+	}
+	var pristine snapshot.Pristine
+	if take && inst.state != nil {
+		pristine = inst.state.Pristine()
 	}
 	if start := g.m.info.Start; start != "" {
 		err, fired := inst.call(mod.ExportedFunction(start), nil, f.opts.InitTimeout)
@@ -476,19 +586,37 @@ func (g *generation) newInstance(ctx context.Context) (*instance, error) {
 		}
 		if err != nil {
 			_ = inst.closeModule()
-			return nil, f.setupError(start, rec.Fail(), inst, ictx, err)
+			return nil, "", f.setupError(start, rec.Fail(), inst, ictx, err)
 		}
 	}
-	rec.Release()
 	if mod.IsClosed() {
+		rec.Release()
 		_ = inst.closeModule()
-		return nil, fmt.Errorf("instantiate %s: guest exited during %s; build it as a reactor", g.m.digest, g.m.info.Start)
+		return nil, "", fmt.Errorf("instantiate %s: guest exited during %s; build it as a reactor", g.m.digest, g.m.info.Start)
 	}
-	inst.inv.Logger = f.log
-	inst.handleReq = mod.ExportedFunction(abi.FuncHandleRequest)
-	inst.handleResp = mod.ExportedFunction(abi.FuncHandleResponse)
-	f.live.Add(1)
-	return inst, nil
+	f.startUps.Add(1)
+	if take && inst.state != nil {
+		sn, err := inst.state.Take(pristine)
+		if err != nil {
+			why = err.Error()
+			inst.state = nil
+		} else {
+			g.snap = g.m.newSnapEntry(sn, inst.inv.InitFeatures)
+			g.m.keepSnapshot(g.snapKey, g.snap)
+		}
+	}
+	return g.ready(inst, rec), why, nil
+}
+
+// ready finishes an instance that started: what it logged while starting
+// goes to the log, its exports are looked up, it counts as live.
+func (g *generation) ready(inst *instance, rec *guestlog.Recorder) *instance {
+	rec.Release()
+	inst.inv.Logger = g.f.log
+	inst.handleReq = inst.mod.ExportedFunction(abi.FuncHandleRequest)
+	inst.handleResp = inst.mod.ExportedFunction(abi.FuncHandleResponse)
+	g.f.live.Add(1)
+	return inst
 }
 
 // setupError makes the error of a failed start from what the guest
@@ -729,6 +857,13 @@ func (f *Filter) HandleRequest(x HTTP) (*Call, error) {
 		c = &Call{f: f, g: g, inst: inst, reqCtx: uint32(ctxNext >> 32), features: features}
 	}
 	keep := !inst.retired.Load()
+	if keep && f.opts.Reset == ResetRequest {
+		if next {
+			keep = false // held until the request ends; see Call.end
+		} else {
+			keep = inst.resetLocked()
+		}
+	}
 	inst.mu.Unlock()
 	if keep {
 		g.pool.Put(inst)
@@ -799,8 +934,7 @@ func (c *Call) HandleResponse(x HTTP, isError bool) error {
 		inst.inv.Rollback(x)
 		outcome, cause = f.classify(inst, callErr)
 	}
-	inst.mu.Unlock()
-	c.g.release()
+	c.end()
 	if callErr != nil {
 		return f.finish(span, c.g, abi.PhaseResponse, outcome, start, cause)
 	}
@@ -824,8 +958,37 @@ func (c *Call) Release() {
 	if inst.retired.Load() && inst.outstanding == 0 {
 		inst.closeLocked()
 	}
+	c.end()
+}
+
+// end ends the request on c's instance, whose lock the caller holds: it
+// unlocks it and drops the call's reference to the generation. Under
+// ResetRequest the instance, held since handle_request, is reset and goes
+// back to the pool.
+func (c *Call) end() {
+	inst := c.inst
+	keep := c.f.opts.Reset == ResetRequest && inst.resetLocked()
 	inst.mu.Unlock()
+	if keep {
+		c.g.pool.Put(inst)
+	}
 	c.g.release()
+}
+
+// resetLocked makes inst a copy of the snapshot again and reports whether
+// it can serve. An instance whose memory grew can't be (memory does not
+// shrink): it is retired, and replaced from the snapshot off the request
+// path.
+func (inst *instance) resetLocked() bool {
+	if inst.retired.Load() {
+		return false
+	}
+	if inst.state.Reset(inst.g.snap.snap) {
+		inst.g.f.resets.Add(1)
+		return true
+	}
+	inst.retireLocked()
+	return false
 }
 
 // classify turns a wazero error into an outcome and a cause wrapping the

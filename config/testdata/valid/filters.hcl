@@ -1,5 +1,6 @@
 /* Filters: config values of every shape, env() with a default, file(),
-   memory rounded up to whole Wasm pages, max_buffer, pools, filter chains. */
+   memory rounded up to whole Wasm pages, max_buffer, reset, pools, filter
+   chains. */
 filter "auth" {
   module = "filters/keyauth.wasm"
   config = {
@@ -27,6 +28,7 @@ filter "empty" {
   config     = {}
   memory     = "1GiB"
   max_buffer = "0B" # no body buffered
+  reset      = "request"
 }
 
 site "*" {

@@ -24,3 +24,20 @@ func TestMemory(t *testing.T) {
 		t.Error("Pages")
 	}
 }
+
+func TestMemory_Reserve(t *testing.T) {
+	m := New(8 * PageSize)
+	m.Reserve(4 * PageSize)
+	m.allocate(PageSize, 1<<32)
+	a := m.Reallocate(PageSize)
+	b := m.Reallocate(4 * PageSize)
+	if len(b) != 4*PageSize || &a[0] != &b[0] {
+		t.Error("growing to the reserve reallocated")
+	}
+	m = New(2 * PageSize)
+	m.Reserve(4 * PageSize)
+	m.allocate(PageSize, 1<<32)
+	if c := cap(m.buf); c > 2*PageSize {
+		t.Errorf("reserve over the limit: capacity %d", c)
+	}
+}

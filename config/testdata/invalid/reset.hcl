@@ -1,0 +1,11 @@
+filter "fresh" {
+  module = "filters/keyauth.wasm"
+  reset  = "requests"
+}
+
+site "*" {
+  route "/" {
+    filters = ["fresh"]
+    respond {}
+  }
+}
