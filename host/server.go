@@ -38,6 +38,11 @@ type Generation struct {
 	Listeners []ListenerOptions
 	// Grace bounds how long a retired generation waits for its requests.
 	Grace time.Duration
+	// Starters start what the generation's handlers run in the background
+	// (health checks); Apply runs them just before it swaps g in, so a
+	// generation that is built and closed without serving (a failed
+	// reload, `sluice validate`) never starts anything.
+	Starters []func()
 	// Closers are closed, in order, once the generation has drained.
 	Closers []func() error
 	// Info is the host's own data for admin endpoints (the config, say).
@@ -101,6 +106,9 @@ func (s *Server) Apply(g *Generation) error {
 		if g.Doors[o.Address] == nil {
 			g.Doors[o.Address] = g.newDoor(o.Address, o.MaxRequestBody, nil)
 		}
+	}
+	for _, start := range g.Starters {
+		start()
 	}
 	old := s.gen.Swap(g)
 	for addr, l := range s.listeners {

@@ -3,6 +3,8 @@ package proxy
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -186,12 +188,12 @@ type Passive struct {
 // minimum.
 type TLSOptions struct {
 	// CAFile is a PEM bundle of roots to verify upstreams with, instead of
-	// the system roots.
+	// the system roots (config `ca`).
 	CAFile string
 	// ServerName is sent as SNI and verified; default the upstream's host.
 	ServerName string
 	// CertFile and KeyFile are a client certificate, for upstreams that
-	// require mutual TLS.
+	// require mutual TLS (config `cert`, `key`).
 	CertFile, KeyFile string
 	// InsecureSkipVerify turns off verification of the upstream's
 	// certificate. Only for tests.
@@ -367,22 +369,69 @@ func (o *Options) tlsConfig(alpn []string) (*tls.Config, error) {
 	if t.CAFile != "" {
 		pem, err := os.ReadFile(t.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("tls: ca_file: %w", err)
+			return nil, &FileError{Attr: "ca", Path: t.CAFile, Err: err}
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("tls: ca_file %q: no certificates", t.CAFile)
+			return nil, &FileError{Attr: "ca", Path: t.CAFile, Err: errNoPEMCertificate}
 		}
 		c.RootCAs = pool
 	}
 	if t.CertFile != "" || t.KeyFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		cert, err := loadKeyPair(t.CertFile, t.KeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("tls: client certificate: %w", err)
+			return nil, err
 		}
 		c.Certificates = []tls.Certificate{cert}
 	}
 	return c, nil
+}
+
+// FileError is a file of TLSOptions that cannot be used. Attr names the
+// file as the config does: "ca" (CAFile), "cert" (CertFile) or "key"
+// (KeyFile), so that the caller can point at the attribute.
+type FileError struct {
+	Attr, Path string
+	Err        error
+}
+
+func (e *FileError) Error() string { return fmt.Sprintf("tls: %s %q: %v", e.Attr, e.Path, e.Err) }
+func (e *FileError) Unwrap() error { return e.Err }
+
+var errNoPEMCertificate = errors.New("no PEM certificate found")
+
+// loadKeyPair loads a client certificate, blaming the file at fault: the
+// certificate when it holds no PEM certificate, else the key (unreadable,
+// or not the certificate's).
+func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return tls.Certificate{}, &FileError{Attr: "cert", Path: certFile, Err: err}
+	}
+	if !hasPEMCertificate(certPEM) {
+		return tls.Certificate{}, &FileError{Attr: "cert", Path: certFile, Err: errNoPEMCertificate}
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		return tls.Certificate{}, &FileError{Attr: "key", Path: keyFile, Err: err}
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return tls.Certificate{}, &FileError{Attr: "key", Path: keyFile, Err: err}
+	}
+	return cert, nil
+}
+
+func hasPEMCertificate(b []byte) bool {
+	for {
+		var blk *pem.Block
+		if blk, b = pem.Decode(b); blk == nil {
+			return false
+		}
+		if blk.Type == "CERTIFICATE" {
+			return true
+		}
+	}
 }
 
 // idempotent reports whether a method is idempotent (RFC 9110, section

@@ -76,8 +76,10 @@ func compileOps(o HeaderOps) headerOps {
 	return h
 }
 
-// New checks opts and returns a handler; it starts the health checks, if
-// any, which run until Close.
+// New checks opts and builds a handler: it loads the TLS files and sets
+// up each upstream's connection pool, and starts nothing (no goroutine,
+// no connection). Start starts its health checks; Close releases it,
+// started or not.
 func New(opts Options) (*Handler, error) {
 	s, err := opts.settings()
 	if err != nil {
@@ -163,30 +165,39 @@ func New(opts Options) (*Handler, error) {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	h.states.New = func() any { return newState(h) }
-	if hc := opts.Health; hc != nil {
-		h.checker = health.NewChecker()
-		cfg := health.Config{
-			Interval: orDur(hc.Interval, 5*time.Second),
-			Timeout:  orDur(hc.Timeout, 2*time.Second),
-			Expect:   orInt(hc.ExpectStatus, 200),
-			Rise:     orInt(hc.Rise, 2),
-			Fall:     orInt(hc.Fall, 3),
-		}
-		for _, u := range h.ups {
-			u := u
-			h.checker.Start(cfg, func(ctx context.Context) (int, error) { return u.probe(ctx, hc.Path) },
-				func(up bool, status int, err error) {
-					u.node.SetDown(!up)
-					u.reportHealth()
-					if up {
-						h.log.Info("proxy: upstream healthy again", "upstream", u.t.raw)
-					} else {
-						h.log.Warn("proxy: upstream failed health checks", "upstream", u.t.raw, "status", status, "error", err)
-					}
-				})
-		}
-	}
 	return h, nil
+}
+
+// Start starts what runs in the background: the active health checks, when
+// Options.Health is set. New starts nothing, so that a handler can be built
+// to check a config and closed without having run; the host starts a
+// generation's handlers just before it swaps the generation in. Start is
+// called at most once, before Close.
+func (h *Handler) Start() {
+	hc := h.opts.Health
+	if hc == nil || h.checker != nil || h.closed.Load() {
+		return
+	}
+	h.checker = health.NewChecker()
+	cfg := health.Config{
+		Interval: orDur(hc.Interval, 5*time.Second),
+		Timeout:  orDur(hc.Timeout, 2*time.Second),
+		Expect:   orInt(hc.ExpectStatus, 200),
+		Rise:     orInt(hc.Rise, 2),
+		Fall:     orInt(hc.Fall, 3),
+	}
+	for _, u := range h.ups {
+		h.checker.Start(cfg, func(ctx context.Context) (int, error) { return u.probe(ctx, hc.Path) },
+			func(up bool, status int, err error) {
+				u.node.SetDown(!up)
+				u.reportHealth()
+				if up {
+					h.log.Info("proxy: upstream healthy again", "upstream", u.t.raw)
+				} else {
+					h.log.Warn("proxy: upstream failed health checks", "upstream", u.t.raw, "status", status, "error", err)
+				}
+			})
+	}
 }
 
 // Close stops the health checks, closes idle upstream connections and

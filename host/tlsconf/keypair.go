@@ -2,6 +2,8 @@ package tlsconf
 
 import (
 	"crypto/tls"
+	"encoding/pem"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -57,20 +59,67 @@ func loadKeyPair(certFile, keyFile string, every time.Duration, log *slog.Logger
 func (k *keyPair) load() error {
 	cs, err := stampOf(k.certFile)
 	if err != nil {
-		return fmt.Errorf("cert: %w", err)
+		return &FileError{Attr: "cert", Path: k.certFile, Err: err}
 	}
 	ks, err := stampOf(k.keyFile)
 	if err != nil {
-		return fmt.Errorf("key: %w", err)
+		return &FileError{Attr: "key", Path: k.keyFile, Err: err}
 	}
-	c, err := tls.LoadX509KeyPair(k.certFile, k.keyFile)
+	c, err := readKeyPair(k.certFile, k.keyFile)
 	if err != nil {
-		return fmt.Errorf("cert %q, key %q: %w", k.certFile, k.keyFile, err)
+		return err
 	}
 	k.cur.Store(&c)
 	k.stamp = [2]fileStamp{cs, ks}
 	return nil
 }
+
+// readKeyPair loads a certificate and its key, blaming the file at fault:
+// the certificate when it holds no PEM certificate, else the key
+// (unreadable, or not the certificate's).
+func readKeyPair(certFile, keyFile string) (tls.Certificate, error) {
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return tls.Certificate{}, &FileError{Attr: "cert", Path: certFile, Err: err}
+	}
+	if !hasPEMCertificate(certPEM) {
+		return tls.Certificate{}, &FileError{Attr: "cert", Path: certFile, Err: errNoPEMCertificate}
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		return tls.Certificate{}, &FileError{Attr: "key", Path: keyFile, Err: err}
+	}
+	c, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return tls.Certificate{}, &FileError{Attr: "key", Path: keyFile, Err: err}
+	}
+	return c, nil
+}
+
+func hasPEMCertificate(b []byte) bool {
+	for {
+		var blk *pem.Block
+		if blk, b = pem.Decode(b); blk == nil {
+			return false
+		}
+		if blk.Type == "CERTIFICATE" {
+			return true
+		}
+	}
+}
+
+var errNoPEMCertificate = errors.New("no PEM certificate found")
+
+// FileError is a file of a Site that cannot be used. Attr names it as the
+// config does: "cert" (CertFile), "key" (KeyFile) or "client_ca"
+// (ClientCAFile), so that the caller can point at the attribute.
+type FileError struct {
+	Attr, Path string
+	Err        error
+}
+
+func (e *FileError) Error() string { return fmt.Sprintf("%s %q: %v", e.Attr, e.Path, e.Err) }
+func (e *FileError) Unwrap() error { return e.Err }
 
 // get returns the current pair, reloading it first when the files have
 // changed since the last check.

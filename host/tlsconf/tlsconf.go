@@ -103,6 +103,8 @@ type Options struct {
 	// Log receives certificate reloads and ACME events; nil means
 	// slog.Default().
 	Log *slog.Logger
+
+	check bool // set by Check: ACME sites obtain nothing
 }
 
 // DefaultNextProtos are the ALPN protocols offered by default: HTTP/2
@@ -224,6 +226,18 @@ func New(sites []Site, o Options) (_ *Table, err error) {
 	return t, nil
 }
 
+// Check builds the table of sites as New does, loading every certificate,
+// key and client CA, and closes it: it starts nothing (ACME sites obtain
+// no certificate) and serves nothing. A file that cannot be used is a
+// *FileError. `sluice validate` uses it.
+func Check(sites []Site) error {
+	t, err := New(sites, Options{Log: slog.New(slog.DiscardHandler), ReloadEvery: -1, check: true})
+	if err != nil {
+		return err
+	}
+	return t.Close()
+}
+
 func (t *Table) newPolicy(s *Site, o Options) (*Policy, error) {
 	p := &Policy{Name: s.Name, HSTS: s.HSTS, ClientAuth: s.ClientAuth, ClientCertHeader: s.ClientCertHeader}
 	for _, h := range append([]string{s.Name}, s.Hosts...) {
@@ -263,6 +277,9 @@ func (t *Table) newPolicy(s *Site, o Options) (*Policy, error) {
 		if len(names) == 0 {
 			return nil, errors.New("acme: no name to obtain a certificate for (wildcards need dns-01)")
 		}
+		if o.check {
+			break // Check: nothing is obtained
+		}
 		ref, err := acquireACME(s.ACME, names, t.log, t.stop)
 		if err != nil {
 			return nil, err
@@ -285,11 +302,11 @@ func (t *Table) newPolicy(s *Site, o Options) (*Policy, error) {
 		}
 		pem, err := os.ReadFile(s.ClientCAFile)
 		if err != nil {
-			return nil, fmt.Errorf("client_ca: %w", err)
+			return nil, &FileError{Attr: "client_ca", Path: s.ClientCAFile, Err: err}
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("client_ca %q: no PEM certificate found", s.ClientCAFile)
+			return nil, &FileError{Attr: "client_ca", Path: s.ClientCAFile, Err: errNoPEMCertificate}
 		}
 		cfg.ClientCAs = pool
 		tag.Write(pem)
