@@ -1,4 +1,5 @@
-/* A filter module that is not WebAssembly: reported at `module`. */
+/* A filter module that is not WebAssembly (broken.wasm is a line of
+   text): reported at `module`. */
 filter "broken" {
   module = "broken.wasm"
 }
