@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/filters/filtertest"
+	"github.com/sluicehq/sluice/runtime/filtertest"
 	"github.com/sluicehq/sluice/runtime"
 	"golang.org/x/crypto/bcrypt"
 )

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/filters/filtertest"
+	"github.com/sluicehq/sluice/runtime/filtertest"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/filters/filtertest"
+	"github.com/sluicehq/sluice/runtime/filtertest"
 	"github.com/sluicehq/sluice/runtime"
 )
 
