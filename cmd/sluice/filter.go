@@ -19,8 +19,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/runtime/filtertest"
 	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/runtime/filtertest"
 )
 
 // headerFlags collects repeated --header 'Name: value' flags.
