@@ -2,22 +2,19 @@ package proxy
 
 import (
 	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/sluicehq/sluice/host/internal/pemfile"
 	"github.com/sluicehq/sluice/host/proxy/internal/balance"
 )
 
@@ -367,20 +364,16 @@ func (o *Options) tlsConfig(alpn []string) (*tls.Config, error) {
 	c.ServerName = t.ServerName
 	c.InsecureSkipVerify = t.InsecureSkipVerify
 	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
+		pool, _, err := pemfile.CertPool("ca", t.CAFile)
 		if err != nil {
-			return nil, &FileError{Attr: "ca", Path: t.CAFile, Err: err}
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, &FileError{Attr: "ca", Path: t.CAFile, Err: errNoPEMCertificate}
+			return nil, fmt.Errorf("tls: %w", err)
 		}
 		c.RootCAs = pool
 	}
 	if t.CertFile != "" || t.KeyFile != "" {
-		cert, err := loadKeyPair(t.CertFile, t.KeyFile)
+		cert, err := pemfile.KeyPair(t.CertFile, t.KeyFile)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("tls: %w", err)
 		}
 		c.Certificates = []tls.Certificate{cert}
 	}
@@ -390,49 +383,7 @@ func (o *Options) tlsConfig(alpn []string) (*tls.Config, error) {
 // FileError is a file of TLSOptions that cannot be used. Attr names the
 // file as the config does: "ca" (CAFile), "cert" (CertFile) or "key"
 // (KeyFile), so that the caller can point at the attribute.
-type FileError struct {
-	Attr, Path string
-	Err        error
-}
-
-func (e *FileError) Error() string { return fmt.Sprintf("tls: %s %q: %v", e.Attr, e.Path, e.Err) }
-func (e *FileError) Unwrap() error { return e.Err }
-
-var errNoPEMCertificate = errors.New("no PEM certificate found")
-
-// loadKeyPair loads a client certificate, blaming the file at fault: the
-// certificate when it holds no PEM certificate, else the key (unreadable,
-// or not the certificate's).
-func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
-	certPEM, err := os.ReadFile(certFile)
-	if err != nil {
-		return tls.Certificate{}, &FileError{Attr: "cert", Path: certFile, Err: err}
-	}
-	if !hasPEMCertificate(certPEM) {
-		return tls.Certificate{}, &FileError{Attr: "cert", Path: certFile, Err: errNoPEMCertificate}
-	}
-	keyPEM, err := os.ReadFile(keyFile)
-	if err != nil {
-		return tls.Certificate{}, &FileError{Attr: "key", Path: keyFile, Err: err}
-	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return tls.Certificate{}, &FileError{Attr: "key", Path: keyFile, Err: err}
-	}
-	return cert, nil
-}
-
-func hasPEMCertificate(b []byte) bool {
-	for {
-		var blk *pem.Block
-		if blk, b = pem.Decode(b); blk == nil {
-			return false
-		}
-		if blk.Type == "CERTIFICATE" {
-			return true
-		}
-	}
-}
+type FileError = pemfile.Error
 
 // idempotent reports whether a method is idempotent (RFC 9110, section
 // 9.2.2).

@@ -2,14 +2,13 @@ package tlsconf
 
 import (
 	"crypto/tls"
-	"encoding/pem"
-	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluicehq/sluice/host/internal/pemfile"
 )
 
 // keyPair is a certificate and key loaded from PEM files and reloaded
@@ -59,13 +58,13 @@ func loadKeyPair(certFile, keyFile string, every time.Duration, log *slog.Logger
 func (k *keyPair) load() error {
 	cs, err := stampOf(k.certFile)
 	if err != nil {
-		return &FileError{Attr: "cert", Path: k.certFile, Err: err}
+		return &pemfile.Error{Attr: "cert", Path: k.certFile, Err: err}
 	}
 	ks, err := stampOf(k.keyFile)
 	if err != nil {
-		return &FileError{Attr: "key", Path: k.keyFile, Err: err}
+		return &pemfile.Error{Attr: "key", Path: k.keyFile, Err: err}
 	}
-	c, err := readKeyPair(k.certFile, k.keyFile)
+	c, err := pemfile.KeyPair(k.certFile, k.keyFile)
 	if err != nil {
 		return err
 	}
@@ -74,52 +73,10 @@ func (k *keyPair) load() error {
 	return nil
 }
 
-// readKeyPair loads a certificate and its key, blaming the file at fault:
-// the certificate when it holds no PEM certificate, else the key
-// (unreadable, or not the certificate's).
-func readKeyPair(certFile, keyFile string) (tls.Certificate, error) {
-	certPEM, err := os.ReadFile(certFile)
-	if err != nil {
-		return tls.Certificate{}, &FileError{Attr: "cert", Path: certFile, Err: err}
-	}
-	if !hasPEMCertificate(certPEM) {
-		return tls.Certificate{}, &FileError{Attr: "cert", Path: certFile, Err: errNoPEMCertificate}
-	}
-	keyPEM, err := os.ReadFile(keyFile)
-	if err != nil {
-		return tls.Certificate{}, &FileError{Attr: "key", Path: keyFile, Err: err}
-	}
-	c, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return tls.Certificate{}, &FileError{Attr: "key", Path: keyFile, Err: err}
-	}
-	return c, nil
-}
-
-func hasPEMCertificate(b []byte) bool {
-	for {
-		var blk *pem.Block
-		if blk, b = pem.Decode(b); blk == nil {
-			return false
-		}
-		if blk.Type == "CERTIFICATE" {
-			return true
-		}
-	}
-}
-
-var errNoPEMCertificate = errors.New("no PEM certificate found")
-
 // FileError is a file of a Site that cannot be used. Attr names it as the
 // config does: "cert" (CertFile), "key" (KeyFile) or "client_ca"
 // (ClientCAFile), so that the caller can point at the attribute.
-type FileError struct {
-	Attr, Path string
-	Err        error
-}
-
-func (e *FileError) Error() string { return fmt.Sprintf("%s %q: %v", e.Attr, e.Path, e.Err) }
-func (e *FileError) Unwrap() error { return e.Err }
+type FileError = pemfile.Error
 
 // get returns the current pair, reloading it first when the files have
 // changed since the last check.

@@ -8,11 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluicehq/sluice/host/internal/pemfile"
 )
 
 // ClientAuth is a site's client-certificate (mutual TLS) policy.
@@ -300,13 +301,9 @@ func (t *Table) newPolicy(s *Site, o Options) (*Policy, error) {
 		if s.ClientCAFile == "" {
 			return nil, errors.New("client_auth needs client_ca")
 		}
-		pem, err := os.ReadFile(s.ClientCAFile)
+		pool, pem, err := pemfile.CertPool("client_ca", s.ClientCAFile)
 		if err != nil {
-			return nil, &FileError{Attr: "client_ca", Path: s.ClientCAFile, Err: err}
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, &FileError{Attr: "client_ca", Path: s.ClientCAFile, Err: errNoPEMCertificate}
+			return nil, err
 		}
 		cfg.ClientCAs = pool
 		tag.Write(pem)
