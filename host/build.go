@@ -36,8 +36,8 @@ type Deps struct {
 
 // Build turns a checked config into a generation: one route table per
 // listener, every handler constructed. Nothing here runs on the request
-// path, and no handler starts: what runs in the background (health
-// checks) is in g.Starters, which Server.Apply runs. On error, everything
+// path, and nothing starts: what runs in the background (health checks,
+// ACME orders) is in g.Starters, which Server.Apply runs. On error, everything
 // built so far is closed.
 func Build(cfg *config.Config, d Deps) (_ *Generation, err error) {
 	if d.Log == nil {

@@ -39,7 +39,7 @@ type Generation struct {
 	// Grace bounds how long a retired generation waits for its requests.
 	Grace time.Duration
 	// Starters start what the generation's handlers run in the background
-	// (health checks); Apply runs them just before it swaps g in, so a
+	// (proxy health checks, ACME sites obtaining certificates); Apply runs them just before it swaps g in, so a
 	// generation that is built and closed without serving (a failed
 	// reload, `sluice validate`) never starts anything.
 	Starters []func()

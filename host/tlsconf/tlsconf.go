@@ -160,7 +160,22 @@ type Table struct {
 	strip    []string
 	log      *slog.Logger
 	closed   atomic.Bool
+	started  atomic.Bool
 	stop     chan struct{}
+}
+
+// Start has the ACME sites obtain their certificates in the background,
+// from storage when they are there, retrying until Close. The host calls
+// it when the table's generation is swapped in. It is idempotent.
+func (t *Table) Start() {
+	if t.closed.Load() || t.started.Swap(true) {
+		return
+	}
+	for _, p := range t.policies {
+		if p.acme != nil {
+			p.acme.start(t.stop)
+		}
+	}
 }
 
 type wildcard struct {
@@ -170,8 +185,9 @@ type wildcard struct {
 
 // New builds the table of a listener's sites. It loads every certificate
 // file and client CA now, so that a broken file fails the config load
-// rather than a handshake; ACME sites start obtaining their certificates
-// in the background (a handshake for such a name waits for it).
+// rather than a handshake. It starts nothing: Start has ACME sites obtain
+// their certificates ahead of the first client (without it, a handshake
+// for such a name obtains it, and waits).
 func New(sites []Site, o Options) (_ *Table, err error) {
 	if len(sites) == 0 {
 		return nil, errors.New("tlsconf: no sites")
@@ -281,7 +297,7 @@ func (t *Table) newPolicy(s *Site, o Options) (*Policy, error) {
 		if o.check {
 			break // Check: nothing is obtained
 		}
-		ref, err := acquireACME(s.ACME, names, t.log, t.stop)
+		ref, err := acquireACME(s.ACME, names, t.log)
 		if err != nil {
 			return nil, err
 		}
