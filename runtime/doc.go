@@ -43,11 +43,13 @@
 //
 // runtime is the only tree of sluice that imports wazero. It imports the
 // standard library, wazero, OpenTelemetry and fsnotify, and nothing of
-// host or config: the HTTP side reaches it through the HTTP interface
-// of runtime/api, a leaf the host imports too. The details live under runtime/internal: abi (the host
-// functions), pool (idle instances and reference counts), memlimit (the
-// per-instance memory cap), guestlog (WASI output to the log), interrupt
-// (stopping a guest at its deadline without a goroutine per call). Why it is
-// built this way is in RATIONALE.md; the ABI as implemented, with every
-// host-specific decision, is in sdk/ABI.md ("As implemented").
+// host or config: the HTTP side reaches it through the HTTP interface of
+// runtime/api, a leaf the host imports too. The details live under
+// runtime/internal: abi (the host functions), pool (idle instances and
+// reference counts), memlimit (the per-instance memory cap), guestlog
+// (WASI output to the log), interrupt (stopping a guest at its deadline
+// without a goroutine per call). runtime/filtertest is the in-memory HTTP
+// and a runner for tests. Why it is built this way is in RATIONALE.md;
+// the ABI as implemented, with every host-specific decision, is in
+// sdk/ABI.md ("As implemented").
 package runtime

@@ -24,7 +24,8 @@
 //
 // Of the project it imports runtime/api (the HTTP interface it embeds,
 // declared there once so that the filter runtime takes an Exchange as is;
-// a leaf package of the standard library only) and host/internal/sockpeek
-// (whether a client has gone, without reading). It imports nothing else of
+// a leaf package of the standard library only), host/internal/sockpeek
+// (whether a client has gone, without reading) and host/internal/ascii
+// (header bytes). It imports nothing else of
 // the project: no engine-independent handler, no config, no Wasm runtime.
 package exchange
