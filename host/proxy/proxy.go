@@ -430,24 +430,7 @@ func hopByHop(k []byte) bool {
 }
 
 // listed reports whether k is one of the tokens of a Connection header.
-func listed(conn, k []byte) bool {
-	if len(conn) == 0 {
-		return false
-	}
-	for len(conn) > 0 {
-		var t []byte
-		if i := bytes.IndexByte(conn, ','); i >= 0 {
-			t, conn = conn[:i], conn[i+1:]
-		} else {
-			t, conn = conn, nil
-		}
-		t = ascii.TrimOWS(t)
-		if len(t) == len(k) && ascii.EqualFold(k, b2s(t)) {
-			return true
-		}
-	}
-	return false
-}
+func listed(conn, k []byte) bool { return ascii.HasToken(conn, b2s(k)) }
 
 func isConnReset(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
