@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -356,5 +357,40 @@ func TestServeRefusesUnusableFileWithPosition(t *testing.T) {
 	var de *DiagnosticsError
 	if !errors.As(err, &de) || len(de.Diags) != 1 || de.Diags[0].Subject.Start.Line != 6 || de.Diags[0].Subject.Start.Column != 18 {
 		t.Fatalf("want one diagnostic at 6:18, got %v", err)
+	}
+}
+
+// TestFirstApplyFails: the first generation is in place before its
+// listeners open (no early client is answered 503), and taken out again
+// when one cannot open; a later Apply starts the generation it swaps in.
+func TestFirstApplyFails(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	s := NewServer(slog.New(slog.DiscardHandler))
+	var started atomic.Int32
+	free := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	g := &Generation{Listeners: []ListenerOptions{{Address: free}, {Address: taken.Addr().String()}},
+		Grace: time.Second, Starters: []func(){func() { started.Add(1) }}}
+	if err := s.Apply(g); err == nil {
+		t.Fatal("Apply succeeded on an address in use")
+	}
+	if s.Current() != nil {
+		t.Error("a generation that failed to apply is current")
+	}
+	g2 := &Generation{Listeners: []ListenerOptions{{Address: free}}, Grace: time.Second,
+		Starters: []func(){func() { started.Add(1) }}}
+	if err := s.Apply(g2); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		s.Shutdown(ctx)
+	}()
+	if s.Current() != g2 || started.Load() != 2 {
+		t.Errorf("current %p (want %p), %d starts (want 2)", s.Current(), g2, started.Load())
 	}
 }
