@@ -386,7 +386,7 @@ func TestFirstApplyFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
 		s.Shutdown(ctx)
 	}()
