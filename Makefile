@@ -74,8 +74,9 @@ lint: ## go vet and gofmt
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 .PHONY: fmt
-fmt: ## gofmt the Go code and canonicalize the HCL examples
+fmt: build ## gofmt the Go code; sluice fmt -w every .hcl outside testdata (fixtures keep their layout: goldens point into them)
 	gofmt -w $$(git ls-files '*.go')
+	@for f in $$(git ls-files '*.hcl' | grep -v /testdata/); do $(BIN) fmt -w $$f || exit 1; done
 
 .PHONY: check
 check: lint wasm ## pre-flight: lint, rebuild guests, fail on a dirty tree

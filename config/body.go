@@ -110,6 +110,9 @@ type body struct {
 // content decodes b against the attribute names and block types allowed.
 // Unknown attributes and blocks are reported by hcl, with suggestions.
 func (d *decoder) content(b hcl.Body, what string, def hcl.Range, attrs []string, blocks ...hcl.BlockHeaderSchema) *body {
+	if recordSchema != nil {
+		recordSchema(what, attrs, blocks)
+	}
 	schema := &hcl.BodySchema{Blocks: blocks}
 	for _, a := range attrs {
 		schema.Attributes = append(schema.Attributes, hcl.AttributeSchema{Name: a})
@@ -126,6 +129,11 @@ func (d *decoder) content(b hcl.Body, what string, def hcl.Range, attrs []string
 	}
 	return out
 }
+
+// recordSchema, when set, is told the schema of every body decoded: the
+// docs test learns from it which attribute and block names exist, to
+// check the names the Markdown documents. Nil outside that test.
+var recordSchema func(what string, attrs []string, blocks []hcl.BlockHeaderSchema)
 
 // blockType is a child block without labels; labeled is one with labels.
 func blockType(name string) hcl.BlockHeaderSchema { return hcl.BlockHeaderSchema{Type: name} }

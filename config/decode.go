@@ -435,6 +435,7 @@ func (d *decoder) tls(blk *hcl.Block, s *Site) *TLS {
 		}
 	}
 	b.oneOf("min_version", &t.MinVersion, "1.2", "1.3")
+	t.CertRange, t.KeyRange, t.ClientCARange = b.rng("cert"), b.rng("key"), b.rng("client_ca")
 	return t
 }
 
@@ -812,6 +813,7 @@ func (d *decoder) proxy(blk *hcl.Block) *Proxy {
 			}
 		}
 		x.boolean("insecure_skip_verify", &t.InsecureSkipVerify)
+		t.Range, t.CARange, t.CertRange, t.KeyRange = tb.DefRange, x.rng("ca"), x.rng("cert"), x.rng("key")
 		p.TLS = t
 	}
 	for _, name := range []string{"header_up", "header_down"} {

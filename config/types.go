@@ -326,6 +326,10 @@ type TLS struct {
 	MinVersion string `json:"min_version"`
 	// Range is the `tls` block's header.
 	Range hcl.Range `json:"-"`
+	// CertRange, KeyRange and ClientCARange are the values of `cert`,
+	// `key` and `client_ca` (the block's header when absent): a file
+	// that cannot be used when the site is built is reported there.
+	CertRange, KeyRange, ClientCARange hcl.Range `json:"-"`
 }
 
 // ACME is the `acme {}` block.
@@ -592,6 +596,11 @@ type UpstreamTLS struct {
 	// InsecureSkipVerify disables certificate verification. HCL
 	// `insecure_skip_verify`, default false.
 	InsecureSkipVerify bool `json:"insecure_skip_verify"`
+	// Range is the `tls` block's header; CARange, CertRange and KeyRange
+	// are the values of `ca`, `cert` and `key` (the header when absent):
+	// a file that cannot be used when the proxy is built is reported
+	// there.
+	Range, CARange, CertRange, KeyRange hcl.Range `json:"-"`
 }
 
 // HeaderOps edits headers: the `header_up {}` and `header_down {}` blocks.

@@ -2,7 +2,6 @@ package examples_test
 
 import (
 	"bytes"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,31 +17,6 @@ import (
 // fence matches a fenced block opened by ```hcl, with its info string
 // (the convention of config/docs_test.go).
 var fence = regexp.MustCompile("(?ms)^```hcl([^\\n]*)\\n(.*?)^```")
-
-// readmes returns every README.md under this folder.
-func readmes(t *testing.T) []string {
-	t.Helper()
-	var files []string
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules" || d.Name() == "target") {
-			return filepath.SkipDir
-		}
-		if !d.IsDir() && d.Name() == "README.md" {
-			files = append(files, path)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) < 4 {
-		t.Fatalf("found %d READMEs under examples/, want one per example", len(files))
-	}
-	return files
-}
 
 // block is one ```hcl block of a README.
 type block struct {
@@ -70,43 +44,10 @@ func blocks(t *testing.T, readme string) []block {
 	return bs
 }
 
-// TestReadmeHCL checks every ```hcl block of every README under
-// examples/, so the docs cannot rot. A block is loaded as a config with
-// config.Parse, in the README's folder, so the module and root paths it
-// names must exist there; a block with filters but no site gets a
-// minimal one, which a config needs. A block marked ```hcl fragment (a
-// route, part of a site) is only checked for syntax. Every block must be
-// in canonical format (sluice fmt).
-func TestReadmeHCL(t *testing.T) {
-	n := 0
-	for _, readme := range readmes(t) {
-		for _, b := range blocks(t, readme) {
-			n++
-			name := filepath.Join(filepath.Dir(readme), "README.md.hcl")
-			files := map[string][]byte{name: b.src}
-			switch b.info {
-			case "fragment":
-				if _, diags := hclsyntax.ParseConfig(b.src, name, hcl.InitialPos); diags.HasErrors() {
-					t.Errorf("%s:%d: fragment does not parse:\n%s", readme, b.line, config.FormatDiagnostics(diags, files))
-				}
-			case "":
-				src := withSite(b.src)
-				files[name] = src
-				if _, diags := config.Parse(name, src); diags.HasErrors() {
-					t.Errorf("%s:%d: not a valid config:\n%s", readme, b.line, config.FormatDiagnostics(diags, files))
-				}
-			default:
-				t.Errorf("%s:%d: unknown info string %q (use ```hcl or ```hcl fragment)", readme, b.line, b.info)
-			}
-			if formatted, err := config.Format(b.src); err == nil && !bytes.Equal(formatted, b.src) {
-				t.Errorf("%s:%d: not in canonical format (sluice fmt):\n%s", readme, b.line, formatted)
-			}
-		}
-	}
-	if n == 0 {
-		t.Fatal("no ```hcl blocks found")
-	}
-}
+// Every ```hcl block of these READMEs is parsed by config's
+// TestMarkdownHCL, which reads every Markdown file of the repository; the
+// tests here check what only an example has: its sluice.hcl, and the
+// README's blocks against it.
 
 // TestExampleConfigs loads each example's sluice.hcl, as `sluice
 // validate` would (without compiling filters), and checks it is in
@@ -201,13 +142,4 @@ func topBlocks(t *testing.T, name string, src []byte) map[string]string {
 	}
 	add(f.Body.(*hclsyntax.Body).Blocks, false)
 	return out
-}
-
-// withSite completes a snippet that shows only filter (or admin,
-// telemetry) blocks with a minimal site, which a config needs.
-func withSite(src []byte) []byte {
-	if regexp.MustCompile(`(?m)^site `).Match(src) {
-		return src
-	}
-	return append(append([]byte{}, src...), "\nsite \"*\" {\n  route \"/\" {\n    respond {\n      status = 200\n    }\n  }\n}\n"...)
 }

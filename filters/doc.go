@@ -5,5 +5,5 @@
 // committed .wasm is what its build.sh makes.
 //
 // The guests import nothing of the host; this package's tests import
-// runtime (through filtertest) and nothing of host.
+// runtime (through runtime/filtertest) and nothing of host.
 package filters

@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/filters/filtertest"
 	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/runtime/filtertest"
 	"golang.org/x/crypto/bcrypt"
 )
 

@@ -36,7 +36,9 @@ type Deps struct {
 
 // Build turns a checked config into a generation: one route table per
 // listener, every handler constructed. Nothing here runs on the request
-// path. On error, everything built so far is closed.
+// path, and nothing starts: what runs in the background (health checks,
+// ACME orders) is in g.Starters, which Server.Apply runs. On error, everything
+// built so far is closed.
 func Build(cfg *config.Config, d Deps) (_ *Generation, err error) {
 	if d.Log == nil {
 		d.Log = slog.Default()
@@ -194,6 +196,7 @@ func buildRoute(r *config.Route, d Deps, g *Generation) (exchange.Handler, error
 			return nil, err
 		}
 		g.Closers = append(g.Closers, h.Close)
+		g.Starters = append(g.Starters, h.Start)
 		return h, nil
 	case r.Respond != nil:
 		return newRespond(r.Respond), nil

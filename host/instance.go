@@ -93,6 +93,11 @@ func Start(o InstanceOptions) (*Instance, error) {
 
 func load(path string) (*config.Config, error) {
 	cfg, files, diags := config.LoadFiles(path)
+	if !diags.HasErrors() {
+		// Build what can be built without starting, so that a bad
+		// certificate or CA file is refused with its position.
+		diags = append(diags, Validate(cfg)...)
+	}
 	if diags.HasErrors() {
 		return nil, &DiagnosticsError{Diags: diags, Files: files}
 	}

@@ -3,6 +3,8 @@ package host
 import (
 	"fmt"
 	"log/slog"
+	"maps"
+	"net/http"
 	"net/netip"
 	"strings"
 
@@ -50,6 +52,9 @@ func newProxy(p *config.Proxy, routePath string, d Deps) (*proxy.Handler, error)
 			return nil // no metrics: nothing to call per try
 		}
 	}
+	if hh := p.HostHeader; hh != "" && hh != "upstream" && hh != "keep" {
+		o.HostHeader, o.HeaderUp.Set = "", literalHost(o.HeaderUp.Set, hh)
+	}
 	for _, u := range p.Upstreams {
 		o.Upstreams = append(o.Upstreams, proxy.Upstream{URL: u.URL, Weight: u.Weight})
 	}
@@ -72,6 +77,23 @@ func newProxy(p *config.Proxy, routePath string, d Deps) (*proxy.Handler, error)
 		return nil, err
 	}
 	return proxy.New(o)
+}
+
+// literalHost is a header_up set map that sends the literal host_header
+// name as Host (the proxy sends a Host set by header_up as it is), unless
+// header_up sets Host itself. set is not modified.
+func literalHost(set map[string]string, name string) map[string]string {
+	for k := range set {
+		if http.CanonicalHeaderKey(k) == "Host" {
+			return set
+		}
+	}
+	out := maps.Clone(set)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out["Host"] = name
+	return out
 }
 
 func headerOps(h *config.HeaderOps) proxy.HeaderOps {

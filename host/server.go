@@ -38,6 +38,12 @@ type Generation struct {
 	Listeners []ListenerOptions
 	// Grace bounds how long a retired generation waits for its requests.
 	Grace time.Duration
+	// Starters start what the generation's handlers run in the background
+	// (proxy health checks, ACME sites obtaining certificates); Apply runs
+	// them just before it swaps g in, so a generation that is built and
+	// closed without serving (a refused reload, `sluice validate`) never
+	// starts anything.
+	Starters []func()
 	// Closers are closed, in order, once the generation has drained.
 	Closers []func() error
 	// Info is the host's own data for admin endpoints (the config, say).
@@ -70,6 +76,21 @@ func (s *Server) Current() *Generation { return s.gen.Load() }
 func (s *Server) Apply(g *Generation) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if g.Doors == nil { // a generation not made by Build: doors without trusted proxies
+		g.Doors = make(map[string]*frontdoor.Door, len(g.Listeners))
+	}
+	for _, o := range g.Listeners {
+		if g.Doors[o.Address] == nil {
+			g.Doors[o.Address] = g.newDoor(o.Address, o.MaxRequestBody, nil)
+		}
+	}
+	// The first generation is in place before its listeners open, so that
+	// a client quick enough to connect in between is not answered 503.
+	first := s.gen.Load() == nil
+	if first {
+		g.start()
+		s.gen.Store(g)
+	}
 	want := make(map[string]ListenerOptions, len(g.Listeners))
 	var opened []*listener
 	for _, o := range g.Listeners {
@@ -89,20 +110,19 @@ func (s *Server) Apply(g *Generation) error {
 				l.closeH3() // h3.go
 				delete(s.listeners, l.opts.Address)
 			}
+			if first {
+				s.gen.Store(nil) // the caller closes g, stopping what started
+			}
 			return err
 		}
 		s.listeners[o.Address] = l
 		opened = append(opened, l)
 	}
-	if g.Doors == nil { // a generation not made by Build: doors without trusted proxies
-		g.Doors = make(map[string]*frontdoor.Door, len(g.Listeners))
+	var old *Generation
+	if !first {
+		g.start()
+		old = s.gen.Swap(g)
 	}
-	for _, o := range g.Listeners {
-		if g.Doors[o.Address] == nil {
-			g.Doors[o.Address] = g.newDoor(o.Address, o.MaxRequestBody, nil)
-		}
-	}
-	old := s.gen.Swap(g)
 	for addr, l := range s.listeners {
 		if _, ok := want[addr]; !ok {
 			delete(s.listeners, addr)
@@ -132,6 +152,13 @@ func (s *Server) retire(g *Generation) {
 		}
 	}
 	g.close(s.log)
+}
+
+// start runs g's starters (see Starters).
+func (g *Generation) start() {
+	for _, start := range g.Starters {
+		start()
+	}
 }
 
 func (g *Generation) close(log *slog.Logger) {

@@ -3,14 +3,17 @@ package host
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -296,5 +299,98 @@ site "a.test" {
 	}
 	if s := status("/admin", "alice"); s != 403 {
 		t.Errorf("denied client: %d, want 403", s)
+	}
+}
+
+// TestLiteralHostHeader: host_header may be a literal name (CONFIG.md);
+// the upstream receives it as Host, unless header_up sets Host itself.
+func TestLiteralHostHeader(t *testing.T) {
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, r.Host) }))
+	defer be.Close()
+	_, base, _ := startConfig(t, `
+site "*" {
+  listen = ["127.0.0.1:PORT"]
+  route "/" {
+    proxy {
+      upstreams   = ["`+be.URL+`"]
+      host_header = "v2.backend.internal"
+    }
+  }
+  route "/set" {
+    proxy {
+      upstreams   = ["`+be.URL+`"]
+      host_header = "v2.backend.internal"
+      header_up { set = { host = "from-header-up" } }
+    }
+  }
+}
+`)
+	for path, want := range map[string]string{"/": "v2.backend.internal", "/set": "from-header-up"} {
+		if status, body := get(t, base+path, "client.test"); status != 200 || body != want {
+			t.Errorf("%s: %d %q, want 200 %q", path, status, body, want)
+		}
+	}
+}
+
+// TestServeRefusesUnusableFileWithPosition: a proxy `ca` that is not PEM
+// fails serve (and reload) as a config diagnostic at the attribute, not a
+// bare build error.
+func TestServeRefusesUnusableFileWithPosition(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sluice.hcl")
+	os.WriteFile(filepath.Join(dir, "ca.txt"), []byte("not PEM\n"), 0o644)
+	os.WriteFile(path, []byte(`site "*" {
+  listen = ["127.0.0.1:1"]
+  route "/" {
+    proxy {
+      upstreams = ["https://127.0.0.1:9443"]
+      tls { ca = "ca.txt" }
+    }
+  }
+}
+`), 0o644)
+	inst, err := Start(InstanceOptions{Path: path, Log: slog.New(slog.DiscardHandler)})
+	if err == nil {
+		inst.Shutdown(context.Background())
+		t.Fatal("started with a ca that is not PEM")
+	}
+	var de *DiagnosticsError
+	if !errors.As(err, &de) || len(de.Diags) != 1 || de.Diags[0].Subject.Start.Line != 6 || de.Diags[0].Subject.Start.Column != 18 {
+		t.Fatalf("want one diagnostic at 6:18, got %v", err)
+	}
+}
+
+// TestFirstApplyFails: the first generation is in place before its
+// listeners open (no early client is answered 503), and taken out again
+// when one cannot open; a later Apply starts the generation it swaps in.
+func TestFirstApplyFails(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	s := NewServer(slog.New(slog.DiscardHandler))
+	var started atomic.Int32
+	free := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	g := &Generation{Listeners: []ListenerOptions{{Address: free}, {Address: taken.Addr().String()}},
+		Grace: time.Second, Starters: []func(){func() { started.Add(1) }}}
+	if err := s.Apply(g); err == nil {
+		t.Fatal("Apply succeeded on an address in use")
+	}
+	if s.Current() != nil {
+		t.Error("a generation that failed to apply is current")
+	}
+	g2 := &Generation{Listeners: []ListenerOptions{{Address: free}}, Grace: time.Second,
+		Starters: []func(){func() { started.Add(1) }}}
+	if err := s.Apply(g2); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		s.Shutdown(ctx)
+	}()
+	if s.Current() != g2 || started.Load() != 2 {
+		t.Errorf("current %p (want %p), %d starts (want 2)", s.Current(), g2, started.Load())
 	}
 }

@@ -72,6 +72,7 @@ func buildTLS(cfg *config.Config, g *Generation, log *slog.Logger) error {
 			return fmt.Errorf("listener %q: %w", l.Address, err)
 		}
 		g.Closers = append(g.Closers, t.Close)
+		g.Starters = append(g.Starters, t.Start)
 		tg.tables[l.Address] = t
 	}
 	if len(tg.tables) > 0 || len(tg.strip) > 0 {

@@ -7,7 +7,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/sluicehq/sluice/runtime"
-	"github.com/sluicehq/sluice/runtime/internal/fakehttp"
+	"github.com/sluicehq/sluice/runtime/filtertest"
 )
 
 // discard is a span exporter that drops everything.
@@ -42,7 +42,7 @@ func benchChainOpts(b *testing.B, sampled bool, opt func(*runtime.EngineOptions)
 		defer s.End()
 		ctx = c
 	}
-	x := fakehttp.New("/", "accept", "*/*", "user-agent", "bench")
+	x := filtertest.NewExchange("GET", "/", "accept", "*/*", "user-agent", "bench")
 	x.Ctx = ctx
 	calls := make([]*runtime.Call, len(filters))
 	invocations := 0

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/runtime"
-	"github.com/sluicehq/sluice/runtime/internal/fakehttp"
+	"github.com/sluicehq/sluice/runtime/filtertest"
 )
 
 // TestFilter_MaxBuffer: a body the guest reads is held up to MaxBuffer
@@ -34,10 +34,10 @@ func TestFilter_MaxBuffer(t *testing.T) {
 			ev := newEnv(t)
 			f := ev.filter(t, "body", runtime.FilterOptions{PoolSize: 1, MaxBuffer: limit})
 			body := &countingReader{r: strings.NewReader(strings.Repeat("a", tt.req))}
-			x := fakehttp.New("/")
+			x := filtertest.NewExchange("GET", "/")
 			x.Meth = "POST"
 			x.ReqBody = body
-			_, err := roundTrip(f, x, func(x *fakehttp.Exchange) {
+			_, err := roundTrip(f, x, func(x *filtertest.Exchange) {
 				x.SetBody([]byte(strings.Repeat("b", tt.resp)))
 			})
 			if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
@@ -54,7 +54,7 @@ func TestFilter_MaxBuffer(t *testing.T) {
 			if s.Live != 1 || s.Errors != 0 {
 				t.Errorf("stats after: live %d errors %d, want 1 and 0", s.Live, s.Errors)
 			}
-			x = fakehttp.New("/")
+			x = filtertest.NewExchange("GET", "/")
 			x.Meth = "POST"
 			x.ReqBody = strings.NewReader("ok")
 			if _, err := roundTrip(f, x, nil); err != nil {
@@ -76,7 +76,7 @@ func TestFilter_MaxBufferNone(t *testing.T) {
 		body string
 		want error
 	}{{"", nil}, {"x", runtime.ErrRequestBodyTooLarge}} {
-		x := fakehttp.New("/")
+		x := filtertest.NewExchange("GET", "/")
 		x.Meth = "POST"
 		x.ReqBody = strings.NewReader(tt.body)
 		if _, err := roundTrip(f, x, nil); !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
@@ -97,14 +97,14 @@ func TestFilter_BodyTimeout(t *testing.T) {
 	}{
 		// No read deadline offered: checked between reads.
 		{"trickle", func() runtime.HTTP {
-			x := fakehttp.New("/")
+			x := filtertest.NewExchange("GET", "/")
 			x.Meth = "POST"
 			x.ReqBody = &trickle{every: 20 * time.Millisecond, left: 1000}
 			return x
 		}},
 		// A read deadline offered: a stalled read ends at it.
 		{"stall with deadline", func() runtime.HTTP {
-			x := &deadlineExchange{Exchange: fakehttp.New("/")}
+			x := &deadlineExchange{Exchange: filtertest.NewExchange("GET", "/")}
 			x.Meth = "POST"
 			return x
 		}},
@@ -128,7 +128,7 @@ func TestFilter_BodyTimeout(t *testing.T) {
 			if s := f.Stats(); s.Live != 1 || s.Errors != 0 {
 				t.Errorf("stats after: live %d errors %d, want 1 and 0", s.Live, s.Errors)
 			}
-			x := fakehttp.New("/")
+			x := filtertest.NewExchange("GET", "/")
 			x.Meth = "POST"
 			x.ReqBody = strings.NewReader("ok")
 			if _, err := roundTrip(f, x, nil); err != nil {
@@ -169,7 +169,7 @@ func (t *trickle) Read(p []byte) (int, error) {
 // returns at the read deadline set through SetReadDeadline (or after 5s,
 // which fails the test).
 type deadlineExchange struct {
-	*fakehttp.Exchange
+	*filtertest.Exchange
 	mu       sync.Mutex
 	deadline time.Time
 }
@@ -203,14 +203,14 @@ func TestFilter_BodyReadError(t *testing.T) {
 	ev := newEnv(t)
 	f := ev.filter(t, "body", runtime.FilterOptions{PoolSize: 1})
 	cause := errors.New("client went away")
-	x := fakehttp.New("/")
+	x := filtertest.NewExchange("GET", "/")
 	x.Meth = "POST"
 	x.ReqBody = io.MultiReader(strings.NewReader("abc"), errReader{cause})
 	c, err := f.HandleRequest(x)
 	if c != nil || !errors.Is(err, cause) || errors.Is(err, runtime.ErrTrap) {
 		t.Fatalf("HandleRequest = %v, %v; want the read error, no trap", c, err)
 	}
-	x = fakehttp.New("/")
+	x = filtertest.NewExchange("GET", "/")
 	x.Meth = "POST"
 	x.ReqBody = strings.NewReader("ok")
 	if _, err := roundTrip(f, x, nil); err != nil {

@@ -14,27 +14,17 @@
 // never compiles or instantiates anything: both happen in Compile,
 // NewFilter and Swap, off the request path.
 //
-//	e, _ := runtime.NewEngine(ctx, runtime.EngineOptions{Logger: log, TracerProvider: tp, Observer: metrics})
-//	m, _ := e.Compile(ctx, wasm)             // once per module digest; `sluice validate` too
-//	f, _ := e.NewFilter(ctx, "auth", m, runtime.FilterOptions{Config: cfg})
-//	m.Close(ctx)                             // the filter holds its own reference
-//
-//	c, err := f.HandleRequest(x)             // x is the host's exchange, as is
-//	if err != nil { /* 503 for ErrTimeout and ErrOverload, else 500 */ }
-//	if c != nil {
-//		// the runtime buffers a body only when the guest reads it,
-//		// bounded by FilterOptions.MaxBuffer and the filter's deadline
-//		err := next(x)
-//		err = c.HandleResponse(x, err != nil)
-//	}
-//
-//	f.Swap(ctx, newModule)                   // or f.Watch(path): hot reload
-//	f.Close(ctx)                             // drains calls in flight
+// The package's Example (example_test.go, run by go test) is that life in
+// code: NewEngine, Compile, NewFilter, HandleRequest, HandleResponse,
+// Close; Filter.HandleRequest, Filter.Swap and SetupError have their own.
+// runtime/filtertest is the in-memory HTTP they use, and filter authors
+// too.
 //
 // # Public surface
 //
-//   - HTTP: what a guest reads and writes; a subset of the host's
-//     exchange.Exchange with identical signatures.
+//   - HTTP: what a guest reads and writes, declared once in runtime/api
+//     (which the host's exchange.Exchange embeds); ReadDeadliner and
+//     BodyBufferer, what an HTTP may add.
 //   - Engine (NewEngine, Compile, NewFilter, Close) and EngineOptions.
 //   - Module (Digest, Close): a compiled guest shared by digest.
 //   - Filter (HandleRequest, Features, Swap, Watch, Stats, Close),
@@ -54,12 +44,14 @@
 //
 // runtime is the only tree of sluice that imports wazero. It imports the
 // standard library, wazero, OpenTelemetry and fsnotify, and nothing of
-// host or config: the HTTP side reaches it through the HTTP interface
-// defined here. The details live under runtime/internal: abi (the host
-// functions), pool (idle instances and reference counts), memlimit (the
-// per-instance memory cap), guestlog (WASI output to the log), interrupt
-// (stopping a guest at its deadline without a goroutine per call), snapshot
-// (instances made from a snapshot of the guest's start-up). Why it is
-// built this way is in RATIONALE.md; the ABI as implemented, with every
-// host-specific decision, is in ABI-STATE.md.
+// host or config: the HTTP side reaches it through the HTTP interface of
+// runtime/api, a leaf the host imports too. The details live under
+// runtime/internal: abi (the host functions), pool (idle instances and
+// reference counts), memlimit (the per-instance memory cap), guestlog
+// (WASI output to the log), interrupt (stopping a guest at its deadline
+// without a goroutine per call), snapshot (instances made from a snapshot
+// of the guest's start-up). runtime/filtertest is the in-memory HTTP and a
+// runner for tests. Why it is built this way is in RATIONALE.md; the ABI
+// as implemented, with every host-specific decision, is in sdk/ABI.md
+// ("As implemented").
 package runtime

@@ -14,13 +14,13 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/runtime"
-	"github.com/sluicehq/sluice/runtime/internal/fakehttp"
+	"github.com/sluicehq/sluice/runtime/filtertest"
 )
 
 func TestFilter_Noop(t *testing.T) {
 	ev := newEnv(t)
 	f := ev.filter(t, "noop", runtime.FilterOptions{PoolSize: 2})
-	x := fakehttp.New("/")
+	x := filtertest.NewExchange("GET", "/")
 	c, err := f.HandleRequest(x)
 	if err != nil || c == nil {
 		t.Fatalf("HandleRequest = %v, %v; want a Call", c, err)
@@ -44,13 +44,13 @@ func TestFilter_Noop(t *testing.T) {
 func TestFilter_Answer(t *testing.T) {
 	ev := newEnv(t)
 	f := ev.filter(t, "answer", runtime.FilterOptions{PoolSize: 1})
-	x := fakehttp.New("/")
+	x := filtertest.NewExchange("GET", "/")
 	c, err := f.HandleRequest(x)
 	if err != nil || c != nil {
 		t.Fatalf("HandleRequest = %v, %v; want nil, nil", c, err)
 	}
-	if x.Status() != 403 || string(x.ResponseHeader("x-answered")) != "yes" || x.Body.String() != "denied" {
-		t.Errorf("response = %d %v %q", x.Status(), x.RespHeaders, x.Body.String())
+	if x.Status() != 403 || string(x.ResponseHeader("x-answered")) != "yes" || x.RespBody.String() != "denied" {
+		t.Errorf("response = %d %v %q", x.Status(), x.RespHdr, x.RespBody.String())
 	}
 	if !ev.obs.has("answer request answered") {
 		t.Errorf("observer calls = %v", ev.obs.calls)
@@ -60,7 +60,7 @@ func TestFilter_Answer(t *testing.T) {
 func TestFilter_SetHeader(t *testing.T) {
 	ev := newEnv(t)
 	f := ev.filter(t, "set_header", runtime.FilterOptions{PoolSize: 1})
-	x := fakehttp.New("/", "X-Sluice", "off", "Accept", "*/*")
+	x := filtertest.NewExchange("GET", "/", "X-Sluice", "off", "Accept", "*/*")
 	if _, err := roundTrip(f, x, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -100,13 +100,13 @@ func TestFilter_Hammer_ResponseOnSameInstance(t *testing.T) {
 			for i := 0; i < perWorker; i += 4 {
 				type open struct {
 					c  *runtime.Call
-					x  *fakehttp.Exchange
+					x  *filtertest.Exchange
 					id string
 				}
 				var calls []open
 				for j := range 4 {
 					id := fmt.Sprintf("w%d-%d", w, i+j)
-					x := fakehttp.New("/", "x-id", id)
+					x := filtertest.NewExchange("GET", "/", "x-id", id)
 					c, err := f.HandleRequest(x)
 					if err != nil || c == nil {
 						errs <- fmt.Errorf("HandleRequest = %v, %v", c, err)
@@ -141,7 +141,7 @@ func TestFilter_Hammer_ResponseOnSameInstance(t *testing.T) {
 func TestFilter_Buffering(t *testing.T) {
 	ev := newEnv(t)
 	f := ev.filter(t, "body", runtime.FilterOptions{PoolSize: 1})
-	x := fakehttp.New("/")
+	x := filtertest.NewExchange("GET", "/")
 	x.Meth = "POST"
 	x.ReqBody = strings.NewReader("hello, body")
 	c, err := f.HandleRequest(x)
@@ -160,7 +160,7 @@ func TestFilter_Buffering(t *testing.T) {
 	if err := c.HandleResponse(x, false); err != nil {
 		t.Fatal(err)
 	}
-	if got := x.Body.String(); got != "wrapped:from upstream" {
+	if got := x.RespBody.String(); got != "wrapped:from upstream" {
 		t.Errorf("response body = %q", got)
 	}
 }
@@ -168,7 +168,7 @@ func TestFilter_Buffering(t *testing.T) {
 func TestFilter_WASIAndLog(t *testing.T) {
 	ev := newEnv(t)
 	f := ev.filter(t, "wasi", runtime.FilterOptions{PoolSize: 1})
-	if _, err := roundTrip(f, fakehttp.New("/"), nil); err != nil {
+	if _, err := roundTrip(f, filtertest.NewExchange("GET", "/"), nil); err != nil {
 		t.Fatal(err)
 	}
 	logs := ev.log.String()
@@ -227,7 +227,7 @@ func TestFilter_Isolation(t *testing.T) {
 			}
 			f := ev.filter(t, tc.guest, opts)
 			for i := range 2 { // the second request runs on the replacement
-				x := fakehttp.New("/")
+				x := filtertest.NewExchange("GET", "/")
 				start := time.Now()
 				_, err := roundTrip(f, x, nil)
 				if !errors.Is(err, tc.want) {
@@ -266,10 +266,10 @@ func TestFilter_KeepsServing(t *testing.T) {
 	bad := ev.filter(t, "loop", runtime.FilterOptions{PoolSize: 1, Timeout: 50 * time.Millisecond})
 	good := ev.filter(t, "noop", runtime.FilterOptions{PoolSize: 1})
 	for range 3 {
-		if _, err := roundTrip(bad, fakehttp.New("/"), nil); !errors.Is(err, runtime.ErrTimeout) {
+		if _, err := roundTrip(bad, filtertest.NewExchange("GET", "/"), nil); !errors.Is(err, runtime.ErrTimeout) {
 			t.Fatalf("loop: %v", err)
 		}
-		if _, err := roundTrip(good, fakehttp.New("/"), nil); err != nil {
+		if _, err := roundTrip(good, filtertest.NewExchange("GET", "/"), nil); err != nil {
 			t.Fatalf("noop: %v", err)
 		}
 	}
@@ -301,7 +301,7 @@ func TestFilter_DeadlineWithoutWatcher(t *testing.T) {
 			for i := range 2 { // the second request runs on the replacement
 				start := time.Now()
 				errc := make(chan error, 1)
-				go func() { _, err := roundTrip(f, fakehttp.New("/"), nil); errc <- err }()
+				go func() { _, err := roundTrip(f, filtertest.NewExchange("GET", "/"), nil); errc <- err }()
 				time.Sleep(timeout / 5)
 				goruntime.GC()
 				if d := time.Since(start); d >= timeout {
@@ -349,9 +349,9 @@ func TestFilter_Overload(t *testing.T) {
 	f := ev.filter(t, "loop", runtime.FilterOptions{PoolSize: 1, Timeout: 200 * time.Millisecond})
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); f.HandleRequest(fakehttp.New("/")) }()
+	go func() { defer wg.Done(); f.HandleRequest(filtertest.NewExchange("GET", "/")) }()
 	time.Sleep(20 * time.Millisecond) // let it take the only instance
-	_, err := f.HandleRequest(fakehttp.New("/"))
+	_, err := f.HandleRequest(filtertest.NewExchange("GET", "/"))
 	wg.Wait()
 	// Either the wait for an instance timed out, or the instance came
 	// back (replaced) in time and then timed out itself.
@@ -366,7 +366,7 @@ func TestFilter_ResponseOnRetiredInstance(t *testing.T) {
 	// gets its response phase there.
 	ev := newEnv(t)
 	f := ev.filter(t, "misuse", runtime.FilterOptions{PoolSize: 1, Config: []byte("r")})
-	x1, x2 := fakehttp.New("/"), fakehttp.New("/")
+	x1, x2 := filtertest.NewExchange("GET", "/"), filtertest.NewExchange("GET", "/")
 	c1, err := f.HandleRequest(x1)
 	if err != nil {
 		t.Fatal(err)
@@ -389,19 +389,19 @@ func TestFilter_ResponseAfterInstanceTimedOut(t *testing.T) {
 	// ErrInstanceGone from HandleResponse.
 	ev := newEnv(t)
 	f := ev.filter(t, "loop_if", runtime.FilterOptions{PoolSize: 1, Timeout: 50 * time.Millisecond})
-	x1 := fakehttp.New("/")
+	x1 := filtertest.NewExchange("GET", "/")
 	c1, err := f.HandleRequest(x1)
 	if err != nil || c1 == nil {
 		t.Fatal(c1, err)
 	}
-	if _, err := f.HandleRequest(fakehttp.New("/", "x-loop", "1")); !errors.Is(err, runtime.ErrTimeout) {
+	if _, err := f.HandleRequest(filtertest.NewExchange("GET", "/", "x-loop", "1")); !errors.Is(err, runtime.ErrTimeout) {
 		t.Fatalf("looping request: %v", err)
 	}
 	if err := c1.HandleResponse(x1, false); !errors.Is(err, runtime.ErrInstanceGone) {
 		t.Fatalf("HandleResponse = %v, want ErrInstanceGone", err)
 	}
 	waitFor(t, func() bool { return f.Stats().Live == 1 })
-	if _, err := roundTrip(f, fakehttp.New("/"), nil); err != nil { // the replacement serves
+	if _, err := roundTrip(f, filtertest.NewExchange("GET", "/"), nil); err != nil { // the replacement serves
 		t.Fatal(err)
 	}
 }
@@ -469,7 +469,7 @@ func TestFilter_MemoryLimitBelowMinimum(t *testing.T) {
 func TestFilter_Closed(t *testing.T) {
 	ev := newEnv(t)
 	f := ev.filter(t, "noop", runtime.FilterOptions{PoolSize: 1})
-	c, err := f.HandleRequest(fakehttp.New("/"))
+	c, err := f.HandleRequest(filtertest.NewExchange("GET", "/"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,11 +479,11 @@ func TestFilter_Closed(t *testing.T) {
 	if err := f.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Close = %v, want deadline", err)
 	}
-	if _, err := f.HandleRequest(fakehttp.New("/")); !errors.Is(err, runtime.ErrClosed) {
+	if _, err := f.HandleRequest(filtertest.NewExchange("GET", "/")); !errors.Is(err, runtime.ErrClosed) {
 		t.Errorf("after Close: %v", err)
 	}
 	// Finishing the Call closes the last instance.
-	if err := c.HandleResponse(fakehttp.New("/"), false); err != nil {
+	if err := c.HandleResponse(filtertest.NewExchange("GET", "/"), false); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return f.Stats().Live == 0 })
@@ -505,7 +505,7 @@ func waitFor(t testing.TB, cond func() bool) {
 func TestFilter_TrailersReadEmpty(t *testing.T) {
 	ev := newEnv(t)
 	f := ev.filter(t, "misuse", runtime.FilterOptions{PoolSize: 1, Config: []byte("T")})
-	if _, err := roundTrip(f, fakehttp.New("/", "Trailer", "x-misuse"), nil); err != nil {
+	if _, err := roundTrip(f, filtertest.NewExchange("GET", "/", "Trailer", "x-misuse"), nil); err != nil {
 		t.Fatal(err)
 	}
 }

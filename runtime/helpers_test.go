@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/runtime"
-	"github.com/sluicehq/sluice/runtime/internal/fakehttp"
+	"github.com/sluicehq/sluice/runtime/filtertest"
 )
 
 // guest returns the committed binary of testdata/NAME.wasm.
@@ -122,7 +122,7 @@ func (ev *env) filterBytes(t testing.TB, name string, wasm []byte, opts runtime.
 }
 
 // roundTrip runs both phases on x with a next handler.
-func roundTrip(f *runtime.Filter, x *fakehttp.Exchange, next func(x *fakehttp.Exchange)) (answered bool, err error) {
+func roundTrip(f *runtime.Filter, x *filtertest.Exchange, next func(x *filtertest.Exchange)) (answered bool, err error) {
 	c, err := f.HandleRequest(x)
 	if err != nil || c == nil {
 		return c == nil && err == nil, err

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/runtime"
-	"github.com/sluicehq/sluice/runtime/internal/fakehttp"
+	"github.com/sluicehq/sluice/runtime/filtertest"
 )
 
 // rssKiB reads VmRSS of this process (Linux); 0 elsewhere.
@@ -50,7 +50,7 @@ func TestPool_Hammer_TenThousandWaiting(t *testing.T) {
 	for range n {
 		go func() {
 			defer finished.Done()
-			x := fakehttp.New("/")
+			x := filtertest.NewExchange("GET", "/")
 			c, err := f.HandleRequest(x)
 			started.Done()
 			if err != nil || c == nil {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/runtime"
-	"github.com/sluicehq/sluice/runtime/internal/fakehttp"
+	"github.com/sluicehq/sluice/runtime/filtertest"
 )
 
 // versioned returns the version guest answering "x-version: v" + n.
@@ -28,7 +28,7 @@ func versioned(t testing.TB, n int) []byte {
 }
 
 func version(t testing.TB, f *runtime.Filter) (string, error) {
-	x := fakehttp.New("/")
+	x := filtertest.NewExchange("GET", "/")
 	if _, err := roundTrip(f, x, nil); err != nil {
 		return "", err
 	}
@@ -136,7 +136,7 @@ func TestSwap_InFlightCallFinishesOnOld(t *testing.T) {
 	ev := newEnv(t)
 	ctx := context.Background()
 	f := ev.filter(t, "reqctx", runtime.FilterOptions{PoolSize: 1})
-	x := fakehttp.New("/", "x-id", "before-swap")
+	x := filtertest.NewExchange("GET", "/", "x-id", "before-swap")
 	c, err := f.HandleRequest(x)
 	if err != nil {
 		t.Fatal(err)

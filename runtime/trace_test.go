@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluicehq/sluice/runtime"
-	"github.com/sluicehq/sluice/runtime/internal/fakehttp"
+	"github.com/sluicehq/sluice/runtime/filtertest"
 )
 
 func TestTrace_SpanPerInvocation(t *testing.T) {
@@ -22,7 +22,7 @@ func TestTrace_SpanPerInvocation(t *testing.T) {
 	bad := ev.filter(t, "unreachable", runtime.FilterOptions{PoolSize: 1})
 
 	ctx, parent := tp.Tracer("test").Start(context.Background(), "server")
-	x := fakehttp.New("/")
+	x := filtertest.NewExchange("GET", "/")
 	x.Ctx = ctx
 	if _, err := roundTrip(ok, x, nil); err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func TestTrace_UnsampledMakesNoSpan(t *testing.T) {
 	ev := newEnv(t, func(o *runtime.EngineOptions) { o.TracerProvider = tp })
 	f := ev.filter(t, "noop", runtime.FilterOptions{PoolSize: 1})
 	ctx, parent := tp.Tracer("test").Start(context.Background(), "server")
-	x := fakehttp.New("/")
+	x := filtertest.NewExchange("GET", "/")
 	x.Ctx = ctx
 	if _, err := roundTrip(f, x, nil); err != nil {
 		t.Fatal(err)

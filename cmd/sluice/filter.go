@@ -19,8 +19,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/filters/filtertest"
 	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/runtime/filtertest"
 )
 
 // headerFlags collects repeated --header 'Name: value' flags.
@@ -230,7 +230,7 @@ func flagRequest(method, target string, headers []string, body string) (*filtert
 		}
 		x.AddRequestHeader(strings.TrimSpace(k), strings.TrimSpace(v))
 	}
-	x.ReqBody = []byte(body)
+	x.ReqBody = strings.NewReader(body)
 	return x, nil
 }
 
@@ -268,15 +268,17 @@ func readRequest(path string) (*filtertest.Exchange, error) {
 			x.AddRequestHeader(k, v)
 		}
 	}
-	if x.ReqBody, err = io.ReadAll(r.Body); err != nil {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
 		return nil, err
 	}
-	if len(x.ReqBody) == 0 && r.ContentLength <= 0 && len(r.TransferEncoding) == 0 {
+	if len(body) == 0 && r.ContentLength <= 0 && len(r.TransferEncoding) == 0 {
 		// A hand-written file often has a body and no Content-Length.
-		if x.ReqBody, err = io.ReadAll(br); err != nil {
+		if body, err = io.ReadAll(br); err != nil {
 			return nil, err
 		}
 	}
+	x.ReqBody = bytes.NewReader(body)
 	return x, nil
 }
 
@@ -285,8 +287,9 @@ func printRequest(w io.Writer, x *filtertest.Exchange) {
 	for _, h := range x.ReqHdr {
 		fmt.Fprintf(w, "  %s: %s\n", h.Name, h.Value)
 	}
-	if len(x.ReqBody) > 0 {
-		fmt.Fprintf(w, "\n  %s\n", indent(string(x.ReqBody)))
+	// What the filter left unread (or set) is what the next handler reads.
+	if body, _ := io.ReadAll(x.RequestBody()); len(body) > 0 {
+		fmt.Fprintf(w, "\n  %s\n", indent(string(body)))
 	}
 }
 

@@ -170,7 +170,9 @@ func cmdValidate(args []string) int { return validate(args, os.Stderr) }
 func validate(args []string, w io.Writer) int {
 	fs := newFlags("validate", "-c FILE.hcl", `Check a config without running it: parse, check every block, compile
 every filter module and start one instance of each filter with its config
-(the guest's setup checks the config as serve would). Exit 0 when it is
+(the guest's setup checks the config as serve would), and build every
+handler and certificate as serve would, starting nothing (no listener,
+health check or ACME order). Exit 0 when it is
 valid; else print each problem as FILE:LINE:COL: message, with the
 offending line, and exit 1.`)
 	fs.SetOutput(w)
@@ -186,6 +188,7 @@ offending line, and exit 1.`)
 	cfg, files, diags := config.LoadFiles(*file)
 	if !diags.HasErrors() {
 		diags = append(diags, validateFilters(cfg)...)
+		diags = append(diags, host.Validate(cfg)...)
 	}
 	if len(diags) > 0 {
 		fmt.Fprint(w, config.FormatDiagnostics(diags, files))

@@ -48,10 +48,11 @@ func TestValidateGoldens(t *testing.T) {
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // TestValidateSetup runs `sluice validate` on configs that parse but that
-// a filter rejects when it starts (testdata/validate): validate runs each
-// filter's setup with its config, as serve does, and must print exactly
-// the golden diagnostics (the guest's message at the `config` attribute)
-// and exit 1. -update rewrites the goldens.
+// fail when they are built (testdata/validate): a filter that rejects its
+// config or does not compile, a `ca` that is not PEM, a key that is not
+// its certificate's. Validate builds every filter and handler as serve
+// does, starting nothing, and must print exactly the golden diagnostics
+// (at the attribute at fault) and exit 1. -update rewrites the goldens.
 func TestValidateSetup(t *testing.T) {
 	files, _ := filepath.Glob("testdata/validate/*.hcl")
 	if len(files) < 2 {

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/filters/filtertest"
 	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/runtime/filtertest"
 )
 
 var languages = []struct{ dir, prefix string }{

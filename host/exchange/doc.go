@@ -22,5 +22,10 @@
 //   - For HEAD requests the adapters send the headers (Content-Length
 //     included) and no body.
 //
-// This package imports no other package of the project.
+// Of the project it imports runtime/api (the HTTP interface it embeds,
+// declared there once so that the filter runtime takes an Exchange as is;
+// a leaf package of the standard library only), host/internal/sockpeek
+// (whether a client has gone, without reading) and host/internal/ascii
+// (header bytes). It imports nothing else of
+// the project: no engine-independent handler, no config, no Wasm runtime.
 package exchange

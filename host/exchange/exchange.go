@@ -8,85 +8,45 @@ import (
 	"net"
 	"os"
 	"time"
+
+	"github.com/sluicehq/sluice/runtime/api"
 )
 
-// Exchange is one request and the response being built for it.
+// Exchange is one request and the response being built for it. Its
+// request accessors, header edits and buffered body are api.HTTP, declared
+// once in runtime/api so that the filter runtime takes an Exchange as is;
+// the methods below are what only the host uses. Notes on the embedded
+// methods as the adapters implement them: until the front door has made
+// it origin-form, RequestURI is the target as sent, absolute-form
+// ("http://a.test/p") or authority-form ("a.test:443"); net/http keeps
+// the order of request header fields only among the fields of one name.
 type Exchange interface {
-	// Context is cancelled when the client goes away or the server shuts
-	// down; it carries the request's trace context.
-	Context() context.Context
+	api.HTTP
+
 	// SetContext replaces the context (to add a span, say).
 	SetContext(ctx context.Context)
 
-	// Method is the request method, upper case as sent ("GET").
-	Method() []byte
-	SetMethod(method string)
 	// Path is the request path as sent, not percent-decoded, without the
 	// query.
 	Path() []byte
 	// Query is the raw query string without the '?'; empty when none.
 	Query() []byte
-	// RequestURI is Path, plus '?' and Query when there is one. Until
-	// the front door has made it origin-form, it is the target as sent:
-	// absolute-form ("http://a.test/p") or authority-form ("a.test:443").
-	RequestURI() []byte
-	// SetRequestURI replaces path and query ("/a/b?x=1").
-	SetRequestURI(uri string)
 	// Host is the Host header (HTTP/1.1) or :authority (HTTP/2 and
 	// HTTP/3), with the port when the client sent one.
 	Host() []byte
-	// Proto is "HTTP/1.0", "HTTP/1.1", "HTTP/2.0" or "HTTP/3.0".
-	Proto() string
-	// IsTLS reports whether the request came over TLS.
-	IsTLS() bool
-	// RemoteAddr is the peer's address.
-	RemoteAddr() net.Addr
 	// LocalAddr is the address the request was accepted on.
 	LocalAddr() net.Addr
-
-	// RequestHeader returns the first value of a request header, or nil
-	// when there is none; a field sent empty gives an empty, non-nil
-	// value. Names are case-insensitive. Values are as the client sent
-	// them (a Cookie is never parsed), trimmed of surrounding spaces.
-	RequestHeader(name string) []byte
-	// VisitRequestHeaders calls fn for each request header field, once
-	// per value, empty ones included, as the client sent them and as
-	// edited since, in the order sent (net/http keeps that order only
-	// among the fields of one name). Host is included.
-	VisitRequestHeaders(fn func(name, value []byte))
-	// SetRequestHeader replaces every field named name with one.
-	SetRequestHeader(name, value string)
-	AddRequestHeader(name, value string)
-	DelRequestHeader(name string)
-	// RequestBody reads the request body. ContentLength is its declared
-	// size, or -1 when unknown (chunked).
-	RequestBody() io.Reader
+	// ContentLength is the request body's declared size, or -1 when
+	// unknown (chunked).
 	ContentLength() int64
-	// SetRequestBody replaces the request body seen by later handlers.
-	SetRequestBody(b []byte)
 
-	// Status is the response status; 200 until set.
-	Status() int
-	SetStatus(code int)
-	// ResponseHeader returns the first value of a response header, or nil.
-	ResponseHeader(name string) []byte
-	// VisitResponseHeaders calls fn for each response header field, once
-	// per value.
-	VisitResponseHeaders(fn func(name, value []byte))
-	SetResponseHeader(name, value string)
 	// SetResponseHeaderBytes is SetResponseHeader for a cached value; the
 	// adapter copies value or keeps it unmodified.
 	SetResponseHeaderBytes(name string, value []byte)
-	AddResponseHeader(name, value string)
 	// AddResponseHeaderBytes is AddResponseHeader for byte slices (a
 	// header relayed from an upstream, say); the adapter copies both.
 	AddResponseHeaderBytes(name, value []byte)
-	DelResponseHeader(name string)
 
-	// SetBody sets the whole response body without copying it.
-	SetBody(b []byte)
-	// Write appends to a buffered response body.
-	Write(p []byte) (int, error)
 	// SendFile sends n bytes of f starting at off as the body and closes f
 	// once written (or at once for HEAD). Large files go out with sendfile.
 	SendFile(f *os.File, off, n int64)
@@ -104,11 +64,6 @@ type Exchange interface {
 	// response short so that the client sees it incomplete: the connection
 	// is closed, or the HTTP/2 stream reset. No goroutine is started for it.
 	SendReader(r io.Reader, size int64)
-	// ResponseBody returns the buffered body (SetBody or Write), or nil when
-	// the body is a file or a stream.
-	ResponseBody() []byte
-	// ResetBody drops any body set so far (closing a pending file).
-	ResetBody()
 	// BufferBodyLimit reads a body set with SendFile, Stream or SendReader
 	// into memory, so that ResponseBody returns it (for filters that
 	// rewrite responses), holding at most limit+1 bytes (no limit when

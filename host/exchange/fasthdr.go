@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"unsafe"
+
+	"github.com/sluicehq/sluice/host/internal/ascii"
 )
 
 // The request header of a fastExchange is served from the bytes the
@@ -95,7 +97,7 @@ func (x *fastExchange) RequestHeader(name string) []byte {
 		v = x.ctx.Request.Header.Peek(name)
 	case hdrFields:
 		for _, f := range x.hdr.fields {
-			if eqFold(f.k, name) {
+			if ascii.EqualFold(f.k, name) {
 				v = f.v
 				break
 			}
@@ -127,7 +129,7 @@ func (x *fastExchange) SetRequestHeader(name, value string) {
 		h := &x.hdr
 		out, set := h.fields[:0], false
 		for _, f := range h.fields {
-			if eqFold(f.k, name) {
+			if ascii.EqualFold(f.k, name) {
 				if set {
 					continue
 				}
@@ -157,7 +159,7 @@ func (x *fastExchange) DelRequestHeader(name string) {
 		h := &x.hdr
 		out := h.fields[:0]
 		for _, f := range h.fields {
-			if !eqFold(f.k, name) {
+			if !ascii.EqualFold(f.k, name) {
 				out = append(out, f)
 			}
 		}
@@ -183,19 +185,9 @@ func nextField(b []byte) (k, v, rest []byte, ok bool) {
 	if c <= 0 { // the blank line; fasthttp refused lines without a name
 		return nil, nil, nil, false
 	}
-	v = trimOWS(line[c+1:])
+	v = ascii.TrimOWS(line[c+1:])
 	// Capacity cut, so that a caller's append cannot write over the next field.
 	return line[:c:c], v[:len(v):len(v)], rest, true
-}
-
-func trimOWS(v []byte) []byte {
-	for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
-		v = v[1:]
-	}
-	for len(v) > 0 && (v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
-		v = v[:len(v)-1]
-	}
-	return v
 }
 
 // fieldsFromRaw cuts a raw block into h.fields. Nothing is copied but
@@ -220,7 +212,7 @@ func (x *fastExchange) fieldsFromRaw(raw []byte) {
 				} else {
 					rest = nil
 				}
-				line = trimOWS(bytes.TrimSuffix(line, []byte("\r")))
+				line = ascii.TrimOWS(bytes.TrimSuffix(line, []byte("\r")))
 				if len(h.arena) > n {
 					h.arena = append(h.arena, ' ')
 				}
@@ -240,19 +232,19 @@ func (x *fastExchange) fieldsFromRaw(raw []byte) {
 func special(k []byte) bool {
 	switch len(k) {
 	case 4:
-		return eqFold(k, "host")
+		return ascii.EqualFold(k, "host")
 	case 6:
-		return eqFold(k, "cookie")
+		return ascii.EqualFold(k, "cookie")
 	case 7:
-		return eqFold(k, "trailer")
+		return ascii.EqualFold(k, "trailer")
 	case 10:
-		return eqFold(k, "user-agent") || eqFold(k, "connection")
+		return ascii.EqualFold(k, "user-agent") || ascii.EqualFold(k, "connection")
 	case 12:
-		return eqFold(k, "content-type")
+		return ascii.EqualFold(k, "content-type")
 	case 14:
-		return eqFold(k, "content-length")
+		return ascii.EqualFold(k, "content-length")
 	case 17:
-		return eqFold(k, "transfer-encoding")
+		return ascii.EqualFold(k, "transfer-encoding")
 	}
 	return false
 }
@@ -271,7 +263,7 @@ func (x *fastExchange) fieldsMatch() bool {
 		for i < len(fields) && special(fields[i].k) {
 			i++
 		}
-		if i == len(fields) || !eqFold(fields[i].k, b2s(k)) || !bytes.Equal(fields[i].v, v) {
+		if i == len(fields) || !ascii.EqualFold(fields[i].k, b2s(k)) || !bytes.Equal(fields[i].v, v) {
 			same = false
 			break
 		}
@@ -299,10 +291,10 @@ func (x *fastExchange) reconcile() {
 	same := func(name []byte) bool {
 		i, j := 0, 0
 		for {
-			for i < len(h.fields) && !eqFold(h.fields[i].k, b2s(name)) {
+			for i < len(h.fields) && !ascii.EqualFold(h.fields[i].k, b2s(name)) {
 				i++
 			}
-			for j < len(parsed) && !eqFold(parsed[j].k, b2s(name)) {
+			for j < len(parsed) && !ascii.EqualFold(parsed[j].k, b2s(name)) {
 				j++
 			}
 			if i == len(h.fields) || j == len(parsed) {
@@ -333,29 +325,6 @@ func (x *fastExchange) reconcile() {
 	}
 	clear(parsed)
 	h.tmp = parsed[:0]
-}
-
-// eqFold reports whether a and b are equal under ASCII case folding.
-func eqFold(a []byte, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		c, d := a[i], b[i]
-		if c == d {
-			continue
-		}
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if 'A' <= d && d <= 'Z' {
-			d += 'a' - 'A'
-		}
-		if c != d {
-			return false
-		}
-	}
-	return true
 }
 
 // b2s views b as a string without copying; the string must not outlive b.

@@ -26,6 +26,6 @@
 // field and framing checks fasthttp's parser skips, lingering close,
 // header timeouts).
 //
-// frontdoor imports exchange, route and tlsconf; it knows nothing of
-// engines, generations or config.
+// frontdoor imports exchange, route, tlsconf and proxy/forwarded; it
+// knows nothing of engines, generations or config.
 package frontdoor

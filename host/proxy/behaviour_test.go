@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -461,6 +462,29 @@ func TestFlappingHealthCheck(t *testing.T) {
 			t.Fatal("readmitted upstream gets no requests")
 		}
 	}
+}
+
+// TestNewStartsNothing: New builds a handler with health checks but
+// probes nothing until Start; Close without Start is clean.
+func TestNewStartsNothing(t *testing.T) {
+	var probes atomic.Int32
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) { probes.Add(1) })
+	o := proxy.Options{Upstreams: []proxy.Upstream{{URL: be.URL}}, Logger: slog.New(slog.DiscardHandler),
+		Health: &proxy.HealthCheck{Path: "/h", Interval: 5 * time.Millisecond}}
+	unstarted, err := proxy.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // ten intervals
+	if n := probes.Load(); n != 0 {
+		t.Fatalf("%d health probes before Start", n)
+	}
+	unstarted.Close()
+	p := newProxy(t, o)
+	if !within(t, 3*time.Second, func() bool { return probes.Load() > 0 }) {
+		t.Fatal("no health probe after Start")
+	}
+	_ = p
 }
 
 func TestAllDown503(t *testing.T) {

@@ -26,6 +26,7 @@
 // internal/health, the client-address logic shared with the gateway in
 // forwarded.
 //
-// It imports host/exchange and libraries only: never config (the host maps
-// HCL onto Options) nor runtime.
+// Of the project it imports host/exchange, its own forwarded package and
+// the host's internal helpers (ascii, lazyconn, pemfile, sockpeek): never
+// config (the host maps HCL onto Options) nor runtime.
 package proxy

@@ -21,6 +21,8 @@ import (
 	"github.com/sluicehq/sluice/host/proxy/internal/health"
 	"github.com/valyala/fasthttp"
 	"golang.org/x/net/http2"
+
+	"github.com/sluicehq/sluice/host/internal/ascii"
 )
 
 // upstream is one server and the client that talks to it: a fasthttp
@@ -453,7 +455,7 @@ func (s *state) writeH1Header(u *upstream, resp *fasthttp.Response, status int) 
 	x.SetStatus(status)
 	conn := resp.Header.Peek("Connection")
 	for k, v := range resp.Header.All() {
-		if hopByHop(k) || equalFold(k, "content-length") || listed(conn, k) {
+		if hopByHop(k) || ascii.EqualFold(k, "content-length") || listed(conn, k) {
 			continue
 		}
 		x.AddResponseHeaderBytes(k, v)

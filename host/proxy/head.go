@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/sluicehq/sluice/host/exchange"
+
+	"github.com/sluicehq/sluice/host/internal/ascii"
 )
 
 // head is an HTTP/1.1 request head for an upstream, built as bytes: the
@@ -33,7 +35,7 @@ func (h *head) reset() {
 // add appends a header line. Cookie values are joined whole, never
 // parsed: a pair the proxy could not parse still goes up as sent.
 func (h *head) add(k, v []byte) {
-	if len(k) == 6 && equalFold(k, "cookie") {
+	if len(k) == 6 && ascii.EqualFold(k, "cookie") {
 		if len(h.cookies) > 0 && len(v) > 0 {
 			h.cookies = append(h.cookies, "; "...)
 		}
@@ -46,7 +48,7 @@ func (h *head) add(k, v []byte) {
 
 // del removes the lines named k.
 func (h *head) del(k string) {
-	if len(k) == 6 && equalFold([]byte(k), "cookie") {
+	if len(k) == 6 && ascii.EqualFold([]byte(k), "cookie") {
 		h.cookies, h.cookie = h.cookies[:0], false
 		return
 	}
@@ -58,7 +60,7 @@ func (h *head) del(k string) {
 		}
 		line := rest[:end]
 		rest = rest[end:]
-		if c := bytes.IndexByte(line, ':'); c >= 0 && equalFold(line[:c], k) {
+		if c := bytes.IndexByte(line, ':'); c >= 0 && ascii.EqualFold(line[:c], k) {
 			continue
 		}
 		out = append(out, line...) // out never passes line: an in-place copy

@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/sluicehq/sluice/host/internal/ascii"
 )
 
 // What the proxy tells others: per try, the upstream's observer (metrics)
@@ -216,7 +218,7 @@ func appendTraceparent(dst []byte, sc trace.SpanContext) []byte {
 // isTraceHeader reports whether k (of length 10 or 11) is tracestate or
 // traceparent.
 func isTraceHeader(k []byte) bool {
-	return equalFold(k, traceparentHeader) || equalFold(k, tracestateHeader)
+	return ascii.EqualFold(k, traceparentHeader) || ascii.EqualFold(k, tracestateHeader)
 }
 
 // Health, as reported to the observer. The node holds the truth (down by

@@ -236,6 +236,7 @@ func TestObserveActiveHealth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.Start()
 	o := obs.get(be.URL)
 	health := func() []bool { _, h, _ := o.snapshot(); return h }
 	status.Store(503)

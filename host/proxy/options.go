@@ -2,20 +2,19 @@ package proxy
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/sluicehq/sluice/host/internal/pemfile"
 	"github.com/sluicehq/sluice/host/proxy/internal/balance"
 )
 
@@ -186,12 +185,12 @@ type Passive struct {
 // minimum.
 type TLSOptions struct {
 	// CAFile is a PEM bundle of roots to verify upstreams with, instead of
-	// the system roots.
+	// the system roots (config `ca`).
 	CAFile string
 	// ServerName is sent as SNI and verified; default the upstream's host.
 	ServerName string
 	// CertFile and KeyFile are a client certificate, for upstreams that
-	// require mutual TLS.
+	// require mutual TLS (config `cert`, `key`).
 	CertFile, KeyFile string
 	// InsecureSkipVerify turns off verification of the upstream's
 	// certificate. Only for tests.
@@ -365,25 +364,26 @@ func (o *Options) tlsConfig(alpn []string) (*tls.Config, error) {
 	c.ServerName = t.ServerName
 	c.InsecureSkipVerify = t.InsecureSkipVerify
 	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
+		pool, _, err := pemfile.CertPool("ca", t.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("tls: ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("tls: ca_file %q: no certificates", t.CAFile)
+			return nil, fmt.Errorf("tls: %w", err)
 		}
 		c.RootCAs = pool
 	}
 	if t.CertFile != "" || t.KeyFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		cert, err := pemfile.KeyPair(t.CertFile, t.KeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("tls: client certificate: %w", err)
+			return nil, fmt.Errorf("tls: %w", err)
 		}
 		c.Certificates = []tls.Certificate{cert}
 	}
 	return c, nil
 }
+
+// FileError is a file of TLSOptions that cannot be used. Attr names the
+// file as the config does: "ca" (CAFile), "cert" (CertFile) or "key"
+// (KeyFile), so that the caller can point at the attribute.
+type FileError = pemfile.Error
 
 // idempotent reports whether a method is idempotent (RFC 9110, section
 // 9.2.2).

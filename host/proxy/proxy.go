@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,8 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/sluicehq/sluice/host/internal/ascii"
 )
 
 // Handler proxies requests to a set of upstreams. It is safe for
@@ -76,8 +79,10 @@ func compileOps(o HeaderOps) headerOps {
 	return h
 }
 
-// New checks opts and returns a handler; it starts the health checks, if
-// any, which run until Close.
+// New checks opts and builds a handler: it loads the TLS files and sets
+// up each upstream's connection pool, and starts nothing (no goroutine,
+// no connection). Start starts its health checks; Close releases it,
+// started or not.
 func New(opts Options) (*Handler, error) {
 	s, err := opts.settings()
 	if err != nil {
@@ -163,30 +168,39 @@ func New(opts Options) (*Handler, error) {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	h.states.New = func() any { return newState(h) }
-	if hc := opts.Health; hc != nil {
-		h.checker = health.NewChecker()
-		cfg := health.Config{
-			Interval: orDur(hc.Interval, 5*time.Second),
-			Timeout:  orDur(hc.Timeout, 2*time.Second),
-			Expect:   orInt(hc.ExpectStatus, 200),
-			Rise:     orInt(hc.Rise, 2),
-			Fall:     orInt(hc.Fall, 3),
-		}
-		for _, u := range h.ups {
-			u := u
-			h.checker.Start(cfg, func(ctx context.Context) (int, error) { return u.probe(ctx, hc.Path) },
-				func(up bool, status int, err error) {
-					u.node.SetDown(!up)
-					u.reportHealth()
-					if up {
-						h.log.Info("proxy: upstream healthy again", "upstream", u.t.raw)
-					} else {
-						h.log.Warn("proxy: upstream failed health checks", "upstream", u.t.raw, "status", status, "error", err)
-					}
-				})
-		}
-	}
 	return h, nil
+}
+
+// Start starts what runs in the background: the active health checks, when
+// Options.Health is set. New starts nothing, so that a handler can be built
+// to check a config and closed without having run; the host starts a
+// generation's handlers just before it swaps the generation in. Start is
+// called at most once, before Close.
+func (h *Handler) Start() {
+	hc := h.opts.Health
+	if hc == nil || h.checker != nil || h.closed.Load() {
+		return
+	}
+	h.checker = health.NewChecker()
+	cfg := health.Config{
+		Interval: orDur(hc.Interval, 5*time.Second),
+		Timeout:  orDur(hc.Timeout, 2*time.Second),
+		Expect:   orInt(hc.ExpectStatus, 200),
+		Rise:     orInt(hc.Rise, 2),
+		Fall:     orInt(hc.Fall, 3),
+	}
+	for _, u := range h.ups {
+		h.checker.Start(cfg, func(ctx context.Context) (int, error) { return u.probe(ctx, hc.Path) },
+			func(up bool, status int, err error) {
+				u.node.SetDown(!up)
+				u.reportHealth()
+				if up {
+					h.log.Info("proxy: upstream healthy again", "upstream", u.t.raw)
+				} else {
+					h.log.Warn("proxy: upstream failed health checks", "upstream", u.t.raw, "status", status, "error", err)
+				}
+			})
+	}
 }
 
 // Close stops the health checks, closes idle upstream connections and
@@ -391,71 +405,12 @@ func isTimeout(err error) bool {
 // tokens.
 func isUpgrade(x exchange.Exchange) bool {
 	up := x.RequestHeader("Upgrade")
-	if len(up) == 0 || equalFold(up, "h2c") {
+	if len(up) == 0 || ascii.EqualFold(up, "h2c") {
 		// An h2c upgrade is between the client and this server; the
 		// request is proxied as an ordinary one.
 		return false
 	}
-	return hasToken(x.RequestHeader("Connection"), "upgrade")
-}
-
-// hasToken reports whether the comma-separated list v holds tok, case
-// insensitively.
-func hasToken(v []byte, tok string) bool {
-	for len(v) > 0 {
-		var t []byte
-		if i := indexByte(v, ','); i >= 0 {
-			t, v = v[:i], v[i+1:]
-		} else {
-			t, v = v, nil
-		}
-		if equalFold(trimSpace(t), tok) {
-			return true
-		}
-	}
-	return false
-}
-
-func indexByte(b []byte, c byte) int {
-	for i, x := range b {
-		if x == c {
-			return i
-		}
-	}
-	return -1
-}
-
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
-// equalFold compares ASCII case-insensitively without allocating.
-func equalFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		c, d := b[i], s[i]
-		if c == d {
-			continue
-		}
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if 'A' <= d && d <= 'Z' {
-			d += 'a' - 'A'
-		}
-		if c != d {
-			return false
-		}
-	}
-	return true
+	return ascii.HasToken(x.RequestHeader("Connection"), "upgrade")
 }
 
 // hopByHop reports whether a header belongs to one connection only (RFC
@@ -463,36 +418,19 @@ func equalFold(b []byte, s string) bool {
 func hopByHop(k []byte) bool {
 	switch len(k) {
 	case 2:
-		return equalFold(k, "te")
+		return ascii.EqualFold(k, "te")
 	case 7:
-		return equalFold(k, "trailer") || equalFold(k, "upgrade")
+		return ascii.EqualFold(k, "trailer") || ascii.EqualFold(k, "upgrade")
 	case 10:
-		return equalFold(k, "connection") || equalFold(k, "keep-alive")
+		return ascii.EqualFold(k, "connection") || ascii.EqualFold(k, "keep-alive")
 	case 17:
-		return equalFold(k, "transfer-encoding")
+		return ascii.EqualFold(k, "transfer-encoding")
 	}
-	return len(k) > 6 && equalFold(k[:6], "proxy-")
+	return len(k) > 6 && ascii.EqualFold(k[:6], "proxy-")
 }
 
 // listed reports whether k is one of the tokens of a Connection header.
-func listed(conn, k []byte) bool {
-	if len(conn) == 0 {
-		return false
-	}
-	for len(conn) > 0 {
-		var t []byte
-		if i := indexByte(conn, ','); i >= 0 {
-			t, conn = conn[:i], conn[i+1:]
-		} else {
-			t, conn = conn, nil
-		}
-		t = trimSpace(t)
-		if len(t) == len(k) && equalFold(k, b2s(t)) {
-			return true
-		}
-	}
-	return false
-}
+func listed(conn, k []byte) bool { return ascii.HasToken(conn, b2s(k)) }
 
 func isConnReset(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
@@ -687,12 +625,12 @@ func (s *state) decideClient() {
 func cookieValue(h []byte, name string) []byte {
 	for len(h) > 0 {
 		var c []byte
-		if i := indexByte(h, ';'); i >= 0 {
+		if i := bytes.IndexByte(h, ';'); i >= 0 {
 			c, h = h[:i], h[i+1:]
 		} else {
 			c, h = h, nil
 		}
-		c = trimSpace(c)
+		c = ascii.TrimOWS(c)
 		if len(c) > len(name) && c[len(name)] == '=' && string(c[:len(name)]) == name {
 			return c[len(name)+1:]
 		}
@@ -705,22 +643,22 @@ func cookieValue(h []byte, name string) []byte {
 func (s *state) addHeader(k, v []byte) {
 	switch len(k) {
 	case 4:
-		if equalFold(k, "host") {
+		if ascii.EqualFold(k, "host") {
 			return
 		}
 	case 6:
-		if equalFold(k, "expect") {
+		if ascii.EqualFold(k, "expect") {
 			return // the body is sent at once; 100-continue is between client and proxy
 		}
 	case 2:
-		if equalFold(k, "te") {
-			if hasToken(v, "trailers") {
+		if ascii.EqualFold(k, "te") {
+			if ascii.HasToken(v, "trailers") {
 				s.put(k, []byte("trailers"))
 			}
 			return
 		}
 	case 7:
-		if s.upgrade && equalFold(k, "upgrade") {
+		if s.upgrade && ascii.EqualFold(k, "upgrade") {
 			s.put(k, v)
 			return
 		}
@@ -729,25 +667,25 @@ func (s *state) addHeader(k, v []byte) {
 			return // ours replace the client's
 		}
 	case 9:
-		if equalFold(k, "forwarded") {
+		if ascii.EqualFold(k, "forwarded") {
 			if s.trusted {
 				s.fwd = appendList(s.fwd, v)
 			}
 			return
 		}
 	case 14:
-		if equalFold(k, "content-length") {
+		if ascii.EqualFold(k, "content-length") {
 			return
 		}
 	case 15:
-		if equalFold(k, "x-forwarded-for") {
+		if ascii.EqualFold(k, "x-forwarded-for") {
 			if s.trusted {
 				s.xff = appendList(s.xff, v)
 			}
 			return
 		}
 	case 16:
-		if equalFold(k, "x-forwarded-host") {
+		if ascii.EqualFold(k, "x-forwarded-host") {
 			if s.trusted {
 				s.hasXFH = true
 				s.put(k, v)
@@ -755,7 +693,7 @@ func (s *state) addHeader(k, v []byte) {
 			return
 		}
 	case 17:
-		if equalFold(k, "x-forwarded-proto") {
+		if ascii.EqualFold(k, "x-forwarded-proto") {
 			if s.trusted {
 				s.hasXFP = true
 				s.put(k, v)

@@ -24,6 +24,7 @@ func backend(t testing.TB, h http.HandlerFunc) *httptest.Server {
 	return srv
 }
 
+// newProxy builds and starts a proxy handler, closed when t ends.
 func newProxy(t testing.TB, o proxy.Options) *proxy.Handler {
 	t.Helper()
 	if o.Logger == nil {
@@ -33,6 +34,7 @@ func newProxy(t testing.TB, o proxy.Options) *proxy.Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.Start()
 	t.Cleanup(func() { p.Close() })
 	return p
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/sluicehq/sluice/host/exchange"
 	"github.com/valyala/fasthttp"
+
+	"github.com/sluicehq/sluice/host/internal/ascii"
 )
 
 // serveUpgrade passes a protocol switch (WebSocket) through: it sends the
@@ -104,7 +106,7 @@ func (h *Handler) upgradeOn(s *state, u *upstream, conn net.Conn, deadline time.
 	_ = conn.SetDeadline(time.Time{})
 	x.SetStatus(status)
 	for k, v := range resp.Header.All() {
-		if equalFold(k, "content-length") || equalFold(k, "transfer-encoding") {
+		if ascii.EqualFold(k, "content-length") || ascii.EqualFold(k, "transfer-encoding") {
 			continue
 		}
 		x.AddResponseHeaderBytes(k, v)

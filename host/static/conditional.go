@@ -3,6 +3,8 @@ package static
 import (
 	"net/http"
 	"time"
+
+	"github.com/sluicehq/sluice/host/internal/ascii"
 )
 
 // precondition evaluates the conditional request headers of RFC 9110
@@ -42,7 +44,7 @@ type headerGetter interface {
 // describes the representation, so that Range applies. An entity-tag must
 // match strongly; a date must equal Last-Modified exactly.
 func ifRange(v, etag, lastMod []byte, modSec int64) bool {
-	v = trimOWS(v)
+	v = ascii.TrimOWS(v)
 	if len(v) > 0 && (v[0] == '"' || v[0] == 'W') {
 		return len(v) >= 2 && v[0] == '"' && string(v) == string(etag)
 	}
@@ -92,7 +94,7 @@ func etagListMatch(list, etag []byte, weak bool) bool {
 // IMF-fixdate is parsed without allocating; the two obsolete formats go
 // through net/http.
 func parseHTTPDate(v, same []byte) (int64, bool) {
-	v = trimOWS(v)
+	v = ascii.TrimOWS(v)
 	if len(same) > 0 && string(v) == string(same) {
 		if t, ok := parseIMFFixdate(same); ok {
 			return t, true

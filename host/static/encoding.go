@@ -1,6 +1,10 @@
 package static
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/sluicehq/sluice/host/internal/ascii"
+)
 
 // Content codings, in no particular order; preference is configured.
 const (
@@ -61,7 +65,7 @@ func parseAcceptEncoding(h []byte) acceptEncoding {
 		var el []byte
 		el, h = cutByte(h, ',')
 		tok, params := cutByte(el, ';')
-		tok = trimOWS(tok)
+		tok = ascii.TrimOWS(tok)
 		if len(tok) == 0 {
 			continue
 		}
@@ -69,10 +73,10 @@ func parseAcceptEncoding(h []byte) acceptEncoding {
 		for len(params) > 0 {
 			var p []byte
 			p, params = cutByte(params, ';')
-			p = trimOWS(p)
-			if len(p) >= 2 && lower(p[0]) == 'q' && p[1] == '=' {
+			p = ascii.TrimOWS(p)
+			if len(p) >= 2 && ascii.Lower(p[0]) == 'q' && p[1] == '=' {
 				var ok bool
-				if q, ok = parseQ(trimOWS(p[2:])); !ok {
+				if q, ok = parseQ(ascii.TrimOWS(p[2:])); !ok {
 					q = -2
 				}
 			}
@@ -83,11 +87,11 @@ func parseAcceptEncoding(h []byte) acceptEncoding {
 		switch {
 		case len(tok) == 1 && tok[0] == '*':
 			a.star = q
-		case equalFold(tok, "identity"):
+		case ascii.EqualFold(tok, "identity"):
 			a.identity = q
 		default:
 			for i, c := range encodings {
-				if equalFold(tok, c.name) || (c.altName != "" && equalFold(tok, c.altName)) {
+				if ascii.EqualFold(tok, c.name) || (c.altName != "" && ascii.EqualFold(tok, c.altName)) {
 					a.q[i] = q
 				}
 			}
@@ -161,16 +165,4 @@ func (a *acceptEncoding) choose(cands []int8) int {
 		return -1
 	}
 	return best
-}
-
-func equalFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range b {
-		if lower(b[i]) != s[i] {
-			return false
-		}
-	}
-	return true
 }

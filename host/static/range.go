@@ -1,6 +1,10 @@
 package static
 
-import "math"
+import (
+	"math"
+
+	"github.com/sluicehq/sluice/host/internal/ascii"
+)
 
 // maxRanges is the most ranges one request may ask for; a Range header
 // with more is ignored and the whole representation is sent (200), which
@@ -32,7 +36,7 @@ func parseRange(h []byte, size int64, out *[maxRanges]byteRange) (int, rangeStat
 		return 0, rangeIgnore
 	}
 	for i := 0; i < len(unit); i++ {
-		if lower(h[i]) != unit[i] {
+		if ascii.Lower(h[i]) != unit[i] {
 			return 0, rangeIgnore
 		}
 	}
@@ -42,7 +46,7 @@ func parseRange(h []byte, size int64, out *[maxRanges]byteRange) (int, rangeStat
 		// One element of the comma-separated list.
 		var el []byte
 		el, h = cutByte(h, ',')
-		el = trimOWS(el)
+		el = ascii.TrimOWS(el)
 		if len(el) == 0 {
 			continue
 		}
@@ -143,21 +147,4 @@ func cutByte(b []byte, sep byte) (before, after []byte) {
 		}
 	}
 	return b, nil
-}
-
-func trimOWS(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
-func lower(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
 }

@@ -93,7 +93,7 @@ func (r *acmeRef) release() {
 	})
 }
 
-func acquireACME(a *ACME, names []string, log *slog.Logger, stop <-chan struct{}) (*acmeRef, error) {
+func acquireACME(a *ACME, names []string, log *slog.Logger) (*acmeRef, error) {
 	if a.Storage == "" {
 		return nil, errors.New("acme: storage directory not set")
 	}
@@ -150,11 +150,15 @@ func acquireACME(a *ACME, names []string, log *slog.Logger, stop <-chan struct{}
 		m.names[n]++
 	}
 	m.mu.Unlock()
-	ref := &acmeRef{m: m, names: names}
-	for _, n := range names {
-		go m.obtain(n, stop)
+	return &acmeRef{m: m, names: names}, nil
+}
+
+// start obtains the ref's certificates in the background (from storage
+// when they are there) until stop is closed.
+func (r *acmeRef) start(stop <-chan struct{}) {
+	for _, n := range r.names {
+		go r.m.obtain(n, stop)
 	}
-	return ref, nil
 }
 
 // allowed is the HostPolicy: certificates only for names a live config

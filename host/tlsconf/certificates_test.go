@@ -3,10 +3,12 @@ package tlsconf_test
 import (
 	"context"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,6 +81,7 @@ func TestCertificatesACME(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer table.Close()
+	table.Start()
 	// The pending name's first try writes an account key to storage
 	// before it fails: let it, so that nothing writes there once the
 	// test's directory is removed.
@@ -109,4 +112,48 @@ func (w *logWatch) Handle(_ context.Context, r slog.Record) error {
 		}
 	}
 	return nil
+}
+
+// TestACMEStartsOnStart: New builds an ACME site without contacting the
+// CA; Start has it obtain the certificate ahead of the first client.
+func TestACMEStartsOnStart(t *testing.T) {
+	// The "CA" accepts connections and closes them: a try fails at once.
+	var hits atomic.Int32
+	ln, lerr := net.Listen("tcp", "127.0.0.1:0")
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			hits.Add(1)
+			c.Close()
+		}
+	}()
+	failed := make(chan struct{}, 1)
+	table, err := tlsconf.New([]tlsconf.Site{{
+		Name: "start.test",
+		ACME: &tlsconf.ACME{Directory: "http://" + ln.Addr().String() + "/directory", Storage: t.TempDir()},
+	}}, tlsconf.Options{Log: slog.New(&logWatch{failed: failed})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer table.Close()
+	time.Sleep(50 * time.Millisecond)
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("the CA was asked %d times before Start", n)
+	}
+	table.Start()
+	select {
+	case <-failed: // the first try reached the CA and failed
+	case <-time.After(10 * time.Second):
+		t.Fatal("no try after Start")
+	}
+	if hits.Load() == 0 {
+		t.Error("the try did not reach the CA")
+	}
 }

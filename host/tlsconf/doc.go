@@ -13,6 +13,7 @@
 // built once per config load (generation) and is immutable but for the
 // certificates it reloads.
 //
-// tlsconf imports neither config nor the rest of host: the host
+// tlsconf imports neither config nor the rest of host but
+// host/internal/pemfile (which loads and blames PEM files): the host
 // translates config.TLS into Site values.
 package tlsconf

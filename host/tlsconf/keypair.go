@@ -2,12 +2,13 @@ package tlsconf
 
 import (
 	"crypto/tls"
-	"fmt"
 	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluicehq/sluice/host/internal/pemfile"
 )
 
 // keyPair is a certificate and key loaded from PEM files and reloaded
@@ -57,20 +58,25 @@ func loadKeyPair(certFile, keyFile string, every time.Duration, log *slog.Logger
 func (k *keyPair) load() error {
 	cs, err := stampOf(k.certFile)
 	if err != nil {
-		return fmt.Errorf("cert: %w", err)
+		return &pemfile.Error{Attr: "cert", Path: k.certFile, Err: err}
 	}
 	ks, err := stampOf(k.keyFile)
 	if err != nil {
-		return fmt.Errorf("key: %w", err)
+		return &pemfile.Error{Attr: "key", Path: k.keyFile, Err: err}
 	}
-	c, err := tls.LoadX509KeyPair(k.certFile, k.keyFile)
+	c, err := pemfile.KeyPair(k.certFile, k.keyFile)
 	if err != nil {
-		return fmt.Errorf("cert %q, key %q: %w", k.certFile, k.keyFile, err)
+		return err
 	}
 	k.cur.Store(&c)
 	k.stamp = [2]fileStamp{cs, ks}
 	return nil
 }
+
+// FileError is a file of a Site that cannot be used. Attr names it as the
+// config does: "cert" (CertFile), "key" (KeyFile) or "client_ca"
+// (ClientCAFile), so that the caller can point at the attribute.
+type FileError = pemfile.Error
 
 // get returns the current pair, reloading it first when the files have
 // changed since the last check.

@@ -8,11 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluicehq/sluice/host/internal/pemfile"
 )
 
 // ClientAuth is a site's client-certificate (mutual TLS) policy.
@@ -103,6 +104,8 @@ type Options struct {
 	// Log receives certificate reloads and ACME events; nil means
 	// slog.Default().
 	Log *slog.Logger
+
+	check bool // set by Check: ACME sites obtain nothing
 }
 
 // DefaultNextProtos are the ALPN protocols offered by default: HTTP/2
@@ -157,7 +160,22 @@ type Table struct {
 	strip    []string
 	log      *slog.Logger
 	closed   atomic.Bool
+	started  atomic.Bool
 	stop     chan struct{}
+}
+
+// Start has the ACME sites obtain their certificates in the background,
+// from storage when they are there, retrying until Close. The host calls
+// it when the table's generation is swapped in. It is idempotent.
+func (t *Table) Start() {
+	if t.closed.Load() || t.started.Swap(true) {
+		return
+	}
+	for _, p := range t.policies {
+		if p.acme != nil {
+			p.acme.start(t.stop)
+		}
+	}
 }
 
 type wildcard struct {
@@ -167,8 +185,9 @@ type wildcard struct {
 
 // New builds the table of a listener's sites. It loads every certificate
 // file and client CA now, so that a broken file fails the config load
-// rather than a handshake; ACME sites start obtaining their certificates
-// in the background (a handshake for such a name waits for it).
+// rather than a handshake. It starts nothing: Start has ACME sites obtain
+// their certificates ahead of the first client (without it, a handshake
+// for such a name obtains it, and waits).
 func New(sites []Site, o Options) (_ *Table, err error) {
 	if len(sites) == 0 {
 		return nil, errors.New("tlsconf: no sites")
@@ -224,6 +243,18 @@ func New(sites []Site, o Options) (_ *Table, err error) {
 	return t, nil
 }
 
+// Check builds the table of sites as New does, loading every certificate,
+// key and client CA, and closes it: it starts nothing (ACME sites obtain
+// no certificate) and serves nothing. A file that cannot be used is a
+// *FileError. `sluice validate` uses it.
+func Check(sites []Site) error {
+	t, err := New(sites, Options{Log: slog.New(slog.DiscardHandler), ReloadEvery: -1, check: true})
+	if err != nil {
+		return err
+	}
+	return t.Close()
+}
+
 func (t *Table) newPolicy(s *Site, o Options) (*Policy, error) {
 	p := &Policy{Name: s.Name, HSTS: s.HSTS, ClientAuth: s.ClientAuth, ClientCertHeader: s.ClientCertHeader}
 	for _, h := range append([]string{s.Name}, s.Hosts...) {
@@ -263,7 +294,10 @@ func (t *Table) newPolicy(s *Site, o Options) (*Policy, error) {
 		if len(names) == 0 {
 			return nil, errors.New("acme: no name to obtain a certificate for (wildcards need dns-01)")
 		}
-		ref, err := acquireACME(s.ACME, names, t.log, t.stop)
+		if o.check {
+			break // Check: nothing is obtained
+		}
+		ref, err := acquireACME(s.ACME, names, t.log)
 		if err != nil {
 			return nil, err
 		}
@@ -283,13 +317,9 @@ func (t *Table) newPolicy(s *Site, o Options) (*Policy, error) {
 		if s.ClientCAFile == "" {
 			return nil, errors.New("client_auth needs client_ca")
 		}
-		pem, err := os.ReadFile(s.ClientCAFile)
+		pool, pem, err := pemfile.CertPool("client_ca", s.ClientCAFile)
 		if err != nil {
-			return nil, fmt.Errorf("client_ca: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("client_ca %q: no PEM certificate found", s.ClientCAFile)
+			return nil, err
 		}
 		cfg.ClientCAs = pool
 		tag.Write(pem)

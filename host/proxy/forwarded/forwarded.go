@@ -12,6 +12,8 @@ import (
 	"net"
 	"net/netip"
 	"unsafe"
+
+	"github.com/sluicehq/sluice/host/internal/ascii"
 )
 
 // Peer returns the IP address of a connection's remote end, IPv4 unmapped;
@@ -63,7 +65,7 @@ func Client(peer netip.Addr, xff, fwd []byte, trusted []netip.Prefix) netip.Addr
 			} else {
 				item, rest = rest, nil
 			}
-			a, ok := ParseNode(trim(item))
+			a, ok := ParseNode(ascii.TrimOWS(item))
 			if !ok {
 				return client
 			}
@@ -134,22 +136,12 @@ func param(elem []byte, name string) []byte {
 		} else {
 			pair, elem = elem, nil
 		}
-		pair = trim(pair)
+		pair = ascii.TrimOWS(pair)
 		if eq := bytes.IndexByte(pair, '='); eq == len(name) && bytes.EqualFold(pair[:eq], []byte(name)) {
-			return trim(pair[eq+1:])
+			return ascii.TrimOWS(pair[eq+1:])
 		}
 	}
 	return nil
-}
-
-func trim(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
-		b = b[:len(b)-1]
-	}
-	return b
 }
 
 // AppendNode appends addr as a Forwarded node value (RFC 7239, section

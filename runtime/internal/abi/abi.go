@@ -11,14 +11,12 @@
 package abi
 
 import (
-	"context"
 	"errors"
-	"io"
-	"net"
 	"strings"
-	"time"
 
 	"github.com/tetratelabs/wazero/api"
+
+	httpapi "github.com/sluicehq/sluice/runtime/api"
 )
 
 // ModuleName is the import module of the ABI.
@@ -144,54 +142,16 @@ var (
 	ErrResponseBodyTimeout = errors.New("response body not received before the filter's deadline")
 )
 
-// ReadDeadliner is implemented by an HTTP whose request body reads can be
-// given a deadline; a zero time removes it. Without it (or when it fails)
-// the host checks the deadline between reads, which bounds a client that
-// trickles but not one that stalls.
-type ReadDeadliner interface {
-	SetReadDeadline(t time.Time) error
-}
+// HTTP is the request a guest reads and writes: the one declaration is
+// runtime/api's, which the host's exchange embeds.
+type HTTP = httpapi.HTTP
 
-// BodyBufferer is implemented by an HTTP whose response body may still be
-// a file or a stream: BufferBodyLimit reads it into memory, at most
-// limit+1 bytes of it (no limit when negative), so that ResponseBody
-// returns it, and reports false, dropping it, when it is over limit. A
-// non-zero deadline stops reading once it has passed. Without it
-// ResponseBody is all a guest can read.
-type BodyBufferer interface {
-	BufferBodyLimit(limit int64, deadline time.Time) (fits bool, err error)
-}
-
-// HTTP is the request a guest reads and writes. It has the same method
-// set as runtime.HTTP (and is a subset of the host's exchange).
-type HTTP interface {
-	Context() context.Context
-	Method() []byte
-	SetMethod(method string)
-	RequestURI() []byte
-	SetRequestURI(uri string)
-	Proto() string
-	IsTLS() bool
-	RemoteAddr() net.Addr
-	RequestHeader(name string) []byte
-	VisitRequestHeaders(fn func(name, value []byte))
-	SetRequestHeader(name, value string)
-	AddRequestHeader(name, value string)
-	DelRequestHeader(name string)
-	RequestBody() io.Reader
-	SetRequestBody(b []byte)
-	Status() int
-	SetStatus(code int)
-	ResponseHeader(name string) []byte
-	VisitResponseHeaders(fn func(name, value []byte))
-	SetResponseHeader(name, value string)
-	AddResponseHeader(name, value string)
-	DelResponseHeader(name string)
-	ResponseBody() []byte
-	SetBody(b []byte)
-	ResetBody()
-	Write(p []byte) (int, error)
-}
+// ReadDeadliner and BodyBufferer are the optional interfaces of an HTTP
+// (runtime/api).
+type (
+	ReadDeadliner = httpapi.ReadDeadliner
+	BodyBufferer  = httpapi.BodyBufferer
+)
 
 const (
 	i32 = api.ValueTypeI32
