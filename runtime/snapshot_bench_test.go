@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/runtime"
-	"github.com/sluicehq/sluice/runtime/internal/fakehttp"
+	"github.com/sluicehq/sluice/runtime/filtertest"
 )
 
 // benchInstantiate compares making an instance by running the guest's
@@ -112,7 +112,7 @@ func BenchmarkReset(b *testing.B) {
 				cpu0 := cpuTime()
 				b.ResetTimer()
 				for range b.N {
-					x := fakehttp.New("/", g.header...)
+					x := filtertest.NewExchange("GET", "/", g.header...)
 					if _, err := roundTrip(f, x, nil); err != nil {
 						b.Fatal(err)
 					}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/runtime"
-	"github.com/sluicehq/sluice/runtime/internal/fakehttp"
+	"github.com/sluicehq/sluice/runtime/filtertest"
 )
 
 // snapConfig is the config of the snap guest in these tests; the guest
@@ -27,7 +27,7 @@ var snapConfig = []byte(`{"a":1}`)
 // segment, first byte of the config.
 func state(t *testing.T, f *runtime.Filter, uri string) string {
 	t.Helper()
-	x := fakehttp.New(uri)
+	x := filtertest.NewExchange("GET", uri)
 	if _, err := roundTrip(f, x, nil); err != nil {
 		t.Fatalf("%s: %v", uri, err)
 	}
@@ -97,7 +97,7 @@ func TestSnapshot_Trap(t *testing.T) {
 	if got := state(t, f, "/"); got != "711z{" {
 		t.Fatalf("x-state %q", got)
 	}
-	if _, err := roundTrip(f, fakehttp.New("/trap"), nil); !errors.Is(err, runtime.ErrTrap) {
+	if _, err := roundTrip(f, filtertest.NewExchange("GET", "/trap"), nil); !errors.Is(err, runtime.ErrTrap) {
 		t.Fatalf("/trap: %v", err)
 	}
 	waitFor(t, func() bool { return f.Stats().Restores == 1 })
@@ -172,12 +172,12 @@ func TestSnapshot_Reset(t *testing.T) {
 	}
 
 	// The instance is held from handle_request to the end of the request.
-	x := fakehttp.New("/")
+	x := filtertest.NewExchange("GET", "/")
 	c, err := reset.HandleRequest(x)
 	if err != nil || c == nil {
 		t.Fatal(c, err)
 	}
-	if _, err := reset.HandleRequest(fakehttp.New("/")); !errors.Is(err, runtime.ErrOverload) {
+	if _, err := reset.HandleRequest(filtertest.NewExchange("GET", "/")); !errors.Is(err, runtime.ErrOverload) {
 		t.Errorf("a second request while the only instance is held: %v, want ErrOverload", err)
 	}
 	if err := c.HandleResponse(x, false); err != nil {
@@ -207,7 +207,7 @@ func TestSnapshot_TablesFallBack(t *testing.T) {
 	if got, want := countsOf(f), (counts{startUps: 2}); got != want {
 		t.Errorf("%+v, want %+v", got, want)
 	}
-	x := fakehttp.New("/")
+	x := filtertest.NewExchange("GET", "/")
 	if _, err := roundTrip(f, x, nil); err != nil || string(x.ResponseHeader("x-started")) != "1" {
 		t.Errorf("x-started %q, %v", x.ResponseHeader("x-started"), err)
 	}
@@ -260,14 +260,14 @@ func TestSnapshot_GoGuest(t *testing.T) {
 			}
 			for i := range 6 {
 				user := fmt.Sprintf("user%d", i)
-				x := fakehttp.New("/", "Authorization", "Bearer "+hs256("s3cret", user))
+				x := filtertest.NewExchange("GET", "/", "Authorization", "Bearer "+hs256("s3cret", user))
 				if _, err := roundTrip(f, x, nil); err != nil {
 					t.Fatal(err)
 				}
 				if got := string(x.RequestHeader("X-User")); got != user {
 					t.Errorf("request %d: X-User %q, want %q", i, got, user)
 				}
-				x = fakehttp.New("/", "Authorization", "Bearer "+hs256("wrong", user))
+				x = filtertest.NewExchange("GET", "/", "Authorization", "Bearer "+hs256("wrong", user))
 				if answered, err := roundTrip(f, x, nil); err != nil || !answered || x.Status() != 401 {
 					t.Errorf("request %d with a bad signature: answered %v, status %d, %v", i, answered, x.Status(), err)
 				}
@@ -288,8 +288,8 @@ func TestSnapshot_ResetConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 50 {
-				x := fakehttp.New("/")
-				if _, err := roundTrip(f, x, func(*fakehttp.Exchange) { time.Sleep(100 * time.Microsecond) }); err != nil {
+				x := filtertest.NewExchange("GET", "/")
+				if _, err := roundTrip(f, x, func(*filtertest.Exchange) { time.Sleep(100 * time.Microsecond) }); err != nil {
 					t.Error(err)
 					return
 				}
@@ -326,7 +326,7 @@ func TestSnapshot_WASIFiles(t *testing.T) {
 				t.Errorf("%+v, want %+v", got, tt.want)
 			}
 			for range 2 {
-				x := fakehttp.New("/")
+				x := filtertest.NewExchange("GET", "/")
 				if _, err := roundTrip(f, x, nil); err != nil || string(x.ResponseHeader("x-errno")) != tt.errno {
 					t.Errorf("x-errno %q, %v; want %q", x.ResponseHeader("x-errno"), err, tt.errno)
 				}

@@ -21,8 +21,8 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/sluicehq/sluice/examples/internal/exampletest"
-	"github.com/sluicehq/sluice/filters/filtertest"
 	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/runtime/filtertest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/differential.golden")
