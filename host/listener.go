@@ -13,9 +13,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/handover"
 	"github.com/sluicehq/sluice/host/internal/lazyconn"
 	"github.com/sluicehq/sluice/host/tlsconf"
 	"github.com/valyala/fasthttp"
@@ -73,9 +75,12 @@ type listener struct {
 }
 
 func (s *Server) openListener(o ListenerOptions) (*listener, error) {
-	raw, err := net.Listen("tcp", o.Address)
-	if err != nil {
-		return nil, fmt.Errorf("listener %q: %w", o.Address, err)
+	raw, inherited := s.inherit.Listener("tcp", o.Address)
+	if !inherited {
+		var err error
+		if raw, err = net.Listen("tcp", o.Address); err != nil {
+			return nil, fmt.Errorf("listener %q: %w", o.Address, err)
+		}
 	}
 	l := &listener{srv: s, opts: o, raw: raw, done: make(chan struct{}), log: s.log}
 	var ln net.Listener = lazyconn.Listener{Listener: raw}
@@ -105,6 +110,7 @@ func (s *Server) openListener(o ListenerOptions) (*listener, error) {
 	}
 	l.ln = &rootListener{Listener: ln, close: l.closeQueues}
 	if o.HTTP3 && o.TLS { // h3.go
+		var err error
 		if l.h3, err = l.openH3(raw.Addr()); err != nil {
 			_ = raw.Close()
 			return nil, err
@@ -135,8 +141,45 @@ func (s *Server) openListener(o ListenerOptions) (*listener, error) {
 		wg.Wait()
 		close(l.done)
 	}()
-	s.log.Info("listening", "address", raw.Addr().String(), "tls", o.TLS, "h2c", o.H2C)
+	s.log.Info("listening", "address", raw.Addr().String(), "tls", o.TLS, "h2c", o.H2C, "inherited", inherited)
 	return l, nil
+}
+
+// handoverFiles returns duplicates of the listeners' sockets (TCP, and
+// UDP for HTTP/3), named for handover.Start, for a successor process.
+func (s *Server) handoverFiles() ([]handover.File, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var files []handover.File
+	add := func(kind, addr string, c any) error {
+		sc, ok := c.(syscall.Conn)
+		if !ok {
+			return fmt.Errorf("listener %q: %s socket cannot be handed over", addr, kind)
+		}
+		f, err := handover.Dup(sc, handover.Name(kind, addr))
+		if err != nil {
+			return fmt.Errorf("listener %q: %s: %w", addr, kind, err)
+		}
+		files = append(files, f)
+		return nil
+	}
+	for addr, l := range s.listeners {
+		err := add("tcp", addr, l.raw)
+		if err == nil && l.h3 != nil {
+			err = add("udp", addr, l.h3.pc)
+		}
+		if err != nil {
+			closeFiles(files)
+			return nil, err
+		}
+	}
+	return files, nil
+}
+
+func closeFiles(files []handover.File) {
+	for _, f := range files {
+		_ = f.File.Close()
+	}
 }
 
 // newFast configures fasthttp for the HTTP/1.1 connections of this
