@@ -72,11 +72,12 @@ embedded default config.`)
 	fs.StringVar(file, "config", "", "config `file` (same as -c)")
 	level := fs.String("log-level", "info", "log `level`: debug, info, warn, error")
 	fs.StringVar(&pidFile.path, "pid-file", "", "write the process id to `file` once serving (an upgrade's new process rewrites it)")
+	upTimeout := fs.Duration("upgrade-timeout", host.DefaultUpgradeTimeout, "how long an upgrade waits for the new process to be ready before it stops it")
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
 	}
 	log := logger(*level)
-	opts := host.InstanceOptions{Log: log}
+	opts := host.InstanceOptions{Log: log, UpgradeTimeout: *upTimeout}
 	if *file != "" {
 		opts.Path = *file
 	} else {
