@@ -251,7 +251,11 @@ func TestUpgradeFailureChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	script := func(body string) func() {
-		return func() { writeFile(t, bin+".new", "#!/bin/sh\n"+body+"\n"); _ = os.Chmod(bin+".new", 0o755); _ = os.Rename(bin+".new", bin) }
+		return func() {
+			writeFile(t, bin+".new", "#!/bin/sh\n"+body+"\n")
+			_ = os.Chmod(bin+".new", 0o755)
+			_ = os.Rename(bin+".new", bin)
+		}
 	}
 	cases := []struct {
 		name    string
