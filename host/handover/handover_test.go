@@ -197,9 +197,10 @@ func TestSocketActivation(t *testing.T) {
 		{"$$", "tcp=true udp=true other=false upgrade=false env=\"\" unused=0"},
 		{"1", "tcp=false udp=false other=false upgrade=false env=\"\" unused=0"}, // for another process
 	} {
-		cmd := exec.Command("sh", "-c", `LISTEN_PID=`+c.pid+` LISTEN_FDS=2 LISTEN_FDNAMES=web:web-h3 exec "$0" "$@"`, os.Args[0], "-test.run=^$")
+		// "sluice.socket" is systemd's default name for the first.
+		cmd := exec.Command("sh", "-c", `LISTEN_PID=`+c.pid+` LISTEN_FDS=2 LISTEN_FDNAMES=sluice.socket:web-h3 exec "$0" "$@"`, os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), helperEnv+"=activation", "WANT_ADDR="+ln.Addr().String())
-		cmd.ExtraFiles = []*os.File{dup(t, ln, "web").File, dup(t, pc.(*net.UDPConn), "web-h3").File}
+		cmd.ExtraFiles = []*os.File{dup(t, ln, "sluice.socket").File, dup(t, pc.(*net.UDPConn), "web-h3").File}
 		out, err := cmd.Output()
 		if got := strings.TrimSpace(string(out)); err != nil || got != c.want {
 			t.Errorf("LISTEN_PID=%s: %q, %v; want %q", c.pid, got, err, c.want)

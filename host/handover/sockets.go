@@ -21,8 +21,10 @@ const (
 	pidEnv     = "LISTEN_PID"
 	UpgradeEnv = "SLUICE_UPGRADE_PARENT"
 	firstFD    = 3
-	readyName  = "sluice.ready"
-	namePrefix = "sluice."
+	// Handover names start with a '/', which no unit name (systemd's
+	// default FileDescriptorName, e.g. "sluice.socket") has.
+	readyName  = "sluice/ready"
+	namePrefix = "sluice/"
 )
 
 // Name is the LISTEN_FDNAMES entry of a socket a sluice hands over:
@@ -30,7 +32,7 @@ const (
 // and the listen address as configured. The address is escaped: a name
 // must not hold the separator ':'.
 func Name(kind, addr string) string {
-	return namePrefix + kind + "." + url.QueryEscape(addr)
+	return namePrefix + kind + "/" + url.QueryEscape(addr)
 }
 
 // Sockets are the sockets this process inherited. The zero value and nil
