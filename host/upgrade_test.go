@@ -3,10 +3,13 @@ package host
 import (
 	"context"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/host/handover"
 	"golang.org/x/net/websocket"
 )
 
@@ -86,5 +89,57 @@ func TestShutdownWaitsForWebSocket(t *testing.T) {
 				t.Fatal("Shutdown did not return once the WebSocket closed")
 			}
 		})
+	}
+}
+
+// TestHandoverSockets hands a TLS listener with HTTP/3 (its TCP and UDP
+// sockets) to a second server, as an upgrade hands them to the new
+// process, and stops the first: HTTP/1.1, HTTP/2 and HTTP/3 are then
+// answered by the second on the same port, which it never bound.
+func TestHandoverSockets(t *testing.T) {
+	e, old, addr := h3Env(t)
+	files, err := old.handoverFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, f := range files {
+		names[f.Name] = true
+	}
+	if len(files) != 2 || !names[handover.Name("tcp", addr)] || !names[handover.Name("udp", addr)] {
+		t.Fatalf("hand-over files %v, want the TCP and UDP sockets of %s", names, addr)
+	}
+	socks, err := handover.FromFiles(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := NewServer(tlsTestDeps().Log)
+	next.inherit = socks
+	g, err := Build(old.Current().Info.(*config.Config), tlsTestDeps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := next.Apply(g); err != nil {
+		t.Fatalf("the new server could not take the sockets (did it bind?): %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_ = next.Shutdown(ctx)
+	})
+	if left := socks.CloseUnused(); len(left) != 0 {
+		t.Errorf("sockets not taken: %v", left)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := old.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	base := "https://a.test:" + tlsPortOf(addr)
+	for name, c := range map[string]*http.Client{"h1": e.client(t, "h1", nil), "h2": e.client(t, "h2", nil), "h3": h3Client(t, e)} {
+		resp, body := tlsGet(t, c, base+"/respond")
+		if resp.StatusCode != 201 || body != "responded" {
+			t.Errorf("%s after the hand-over: %d %q", name, resp.StatusCode, body)
+		}
 	}
 }

@@ -81,6 +81,7 @@ func FromEnv() (*Sockets, error) {
 	if names != "" {
 		nameList = strings.Split(names, ":")
 	}
+	files := make([]File, 0, n)
 	var errs []error
 	for i := range n {
 		fd := firstFD + i
@@ -93,14 +94,29 @@ func FromEnv() (*Sockets, error) {
 			errs = append(errs, fmt.Errorf("socket activation: fd %d: not open", fd))
 			continue
 		}
+		files = append(files, File{Name: name, File: f})
+	}
+	got, err := FromFiles(files)
+	got.Upgrade = s.Upgrade
+	return got, errors.Join(append(errs, err)...)
+}
+
+// FromFiles takes over files as inherited sockets (closing each file),
+// named as in LISTEN_FDNAMES; FromEnv's files, or a test's.
+func FromFiles(files []File) (*Sockets, error) {
+	s := &Sockets{}
+	var errs []error
+	for _, nf := range files {
+		f, name := nf.File, nf.Name
 		if name == readyName {
 			s.ready = f
 			continue
 		}
 		sk := &socket{name: name}
+		var err error
 		if sk.ln, err = net.FileListener(f); err != nil {
 			if sk.pc, err = net.FilePacketConn(f); err != nil {
-				errs = append(errs, fmt.Errorf("socket activation: fd %d (%q): not a socket sluice can listen on: %w", fd, name, err))
+				errs = append(errs, fmt.Errorf("socket activation: fd %d (%q): not a socket sluice can listen on: %w", f.Fd(), name, err))
 			}
 		}
 		_ = f.Close()
