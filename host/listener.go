@@ -116,6 +116,15 @@ func (s *Server) openListener(o ListenerOptions) (*listener, error) {
 		}
 	}
 
+	s.log.Info("listening", "address", raw.Addr().String(), "tls", o.TLS, "h2c", o.H2C, "inherited", inherited)
+	return l, nil
+}
+
+// serve starts the engines' loops. Apply calls it once the generation
+// that routes the listener's requests is in place: an inherited socket
+// may hold connections already, and they must not meet an empty server.
+func (l *listener) serve() {
+	s, o := l.srv, l.opts
 	var wg sync.WaitGroup
 	serve := func(name string, fn func() error) {
 		wg.Add(1)
@@ -140,8 +149,6 @@ func (s *Server) openListener(o ListenerOptions) (*listener, error) {
 		wg.Wait()
 		close(l.done)
 	}()
-	s.log.Info("listening", "address", raw.Addr().String(), "tls", o.TLS, "h2c", o.H2C, "inherited", inherited)
-	return l, nil
 }
 
 // handoverFiles returns duplicates of the listeners' sockets (TCP, and

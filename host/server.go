@@ -107,6 +107,9 @@ func (s *Server) Apply(g *Generation) error {
 		}
 	}
 	old := s.gen.Swap(g)
+	for _, l := range opened { // only now: an inherited socket may have connections waiting
+		l.serve()
+	}
 	for addr, l := range s.listeners {
 		if _, ok := want[addr]; !ok {
 			delete(s.listeners, addr)

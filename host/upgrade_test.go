@@ -1,8 +1,11 @@
 package host
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -140,6 +143,71 @@ func TestHandoverSockets(t *testing.T) {
 		resp, body := tlsGet(t, c, base+"/respond")
 		if resp.StatusCode != 201 || body != "responded" {
 			t.Errorf("%s after the hand-over: %d %q", name, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestInheritedConnectionsMeetAGeneration: a connection already waiting
+// on an inherited socket (a client of a socket-activated service, or one
+// that arrived during an upgrade) is answered by the config, not by a
+// server that has no generation yet (503).
+func TestInheritedConnectionsMeetAGeneration(t *testing.T) {
+	for i := range 20 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: a.test\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		f, err := handover.Dup(ln.(*net.TCPListener), handover.Name("tcp", addr))
+		ln.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		socks, err := handover.FromFiles([]handover.File{f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, diags := config.Parse("sluice.hcl", []byte(fmt.Sprintf(`
+site "*" {
+  listen = [%q]
+  route "/" {
+    respond {
+      body = "configured"
+    }
+  }
+}
+`, addr)))
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		srv := NewServer(tlsTestDeps().Log)
+		srv.inherit = socks
+		g, err := Build(cfg, tlsTestDeps())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Apply(g); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		_ = srv.Shutdown(ctx)
+		cancel()
+		if resp.StatusCode != 200 || string(body) != "configured" {
+			t.Fatalf("try %d: the waiting connection got %d %q", i, resp.StatusCode, body)
 		}
 	}
 }
