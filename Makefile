@@ -60,6 +60,14 @@ fuzz: ## run every fuzz target for FUZZTIME each
 conformance: ## black-box suites with real peers (TCK, h2spec, Prometheus, Jaeger, Pebble)
 	$(GO) test -count=1 -tags conformance -timeout 20m ./conformance/...
 
+.PHONY: systemd-verify
+systemd-verify: ## check the systemd units (examples/deploy/systemd) with systemd-analyze verify
+	SLUICE_CONFORMANCE_STRICT=1 $(GO) test -count=1 -tags conformance -run '^TestSystemdUnits$$' ./conformance/upgrade/
+
+.PHONY: image
+image: ## build the container image (examples/deploy/Dockerfile) with podman, run it, send a request through it
+	./.ci/image
+
 .PHONY: wasm
 wasm: ## rebuild the committed .wasm guests whose toolchains are present
 	@./.ci/wasm

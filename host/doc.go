@@ -27,8 +27,10 @@
 //	  → access log, metrics, the server span         [host/observe]
 //
 // Around it: the admin API (/metrics, /healthz, /readyz, /config,
-// /filters, POST /reload) in host/admin, wired with telemetry in
-// telemetry.go; the Wasm filters of a generation in filters.go.
+// /filters, POST /reload, POST /upgrade) in host/admin, wired with
+// telemetry in telemetry.go; the Wasm filters of a generation in
+// filters.go; sockets inherited from systemd or handed to a new binary
+// by an upgrade (upgrade.go), and sd_notify, in host/handover.
 //
 // A generation (build.go) is everything one config load builds: route
 // tables per listener and every handler with its caches, pools and

@@ -40,9 +40,11 @@ func (l *listener) openH3(tcp net.Addr) (*h3Server, error) {
 		return nil, fmt.Errorf("listener %q: http3: %w", o.Address, err)
 	}
 	port := tcp.(*net.TCPAddr).Port
-	pc, err := net.ListenPacket("udp", net.JoinHostPort(host, strconv.Itoa(port)))
-	if err != nil {
-		return nil, fmt.Errorf("listener %q: http3: %w", o.Address, err)
+	pc, inherited := l.srv.inherit.PacketConn(o.Address)
+	if !inherited {
+		if pc, err = net.ListenPacket("udp", net.JoinHostPort(host, strconv.Itoa(port))); err != nil {
+			return nil, fmt.Errorf("listener %q: http3: %w", o.Address, err)
+		}
 	}
 	tr := &quic.Transport{Conn: pc}
 	ln, err := tr.Listen(&tls.Config{

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/host/handover"
 	"github.com/sluicehq/sluice/runtime"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -28,6 +30,12 @@ type Instance struct {
 
 	cfg    atomic.Pointer[config.Config]
 	reload sync.Mutex // one reload at a time; never taken on the request path
+
+	sockets  *handover.Sockets // inherited (InstanceOptions.Sockets)
+	args     []string          // a successor's arguments (InstanceOptions.Args)
+	upTime   time.Duration     // InstanceOptions.UpgradeTimeout
+	upgrade  sync.Mutex        // one upgrade at a time
+	upgraded chan struct{}     // closed once a successor serves
 }
 
 // InstanceOptions configure Start.
@@ -43,7 +51,23 @@ type InstanceOptions struct {
 	// before it stops accepting, so load balancers stop sending first.
 	// Zero means the config's server.shutdown_delay (default none).
 	ShutdownDelay time.Duration
+	// Sockets are listening sockets inherited from systemd or from the
+	// sluice this one replaces (handover.FromEnv). A listener, HTTP/3
+	// socket or admin listener whose address one matches takes it
+	// instead of binding; the ones no listener takes are closed.
+	Sockets *handover.Sockets
+	// Args are the arguments Upgrade starts the new binary with
+	// (os.Args[1:] when nil). The binary is os.Executable, looked up
+	// again at each upgrade, so a binary replaced on disk is the one run.
+	Args []string
+	// UpgradeTimeout bounds how long Upgrade waits for the new process to
+	// be ready; zero means DefaultUpgradeTimeout.
+	UpgradeTimeout time.Duration
 }
+
+// DefaultUpgradeTimeout is how long an upgrade waits for the new
+// process to be ready when InstanceOptions.UpgradeTimeout is zero.
+const DefaultUpgradeTimeout = 60 * time.Second
 
 // DiagnosticsError is a config that did not load: its problems, and the
 // sources to print them with.
@@ -62,7 +86,15 @@ func Start(o InstanceOptions) (*Instance, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	i := &Instance{log: o.Log, srv: NewServer(o.Log), path: o.Path, delay: o.ShutdownDelay}
+	i := &Instance{log: o.Log, srv: NewServer(o.Log), path: o.Path, delay: o.ShutdownDelay,
+		sockets: o.Sockets, args: o.Args, upTime: o.UpgradeTimeout, upgraded: make(chan struct{})}
+	i.srv.inherit = o.Sockets
+	if i.args == nil && len(os.Args) > 0 {
+		i.args = os.Args[1:]
+	}
+	if i.upTime <= 0 {
+		i.upTime = DefaultUpgradeTimeout
+	}
 	cfg := o.Config
 	if o.Path != "" {
 		var err error
@@ -87,6 +119,9 @@ func Start(o InstanceOptions) (*Instance, error) {
 		_ = i.srv.Shutdown(context.Background())
 		_ = tel.close(context.Background())
 		return nil, err
+	}
+	for _, name := range o.Sockets.CloseUnused() {
+		i.log.Warn("inherited socket matches no listen address; closed", "socket", name)
 	}
 	return i, nil
 }
@@ -156,6 +191,8 @@ func (i *Instance) Reload() (err error) {
 	i.reload.Lock()
 	defer i.reload.Unlock()
 	defer func() { i.tel.reloaded(err) }()
+	_, _ = handover.Notify(handover.Reloading())
+	defer handover.Notify("READY=1")
 	cfg := i.cfg.Load()
 	if i.path != "" {
 		var err error
@@ -181,6 +218,7 @@ func (i *Instance) Server() *Server { return i.srv }
 
 // Shutdown drains and stops the instance.
 func (i *Instance) Shutdown(ctx context.Context) error {
+	_, _ = handover.Notify("STOPPING=1")
 	err := i.tel.shutdown(ctx, i.delay, i.srv.Shutdown)
 	if i.wasm != nil {
 		err = errors.Join(err, i.wasm.Close(ctx))

@@ -13,9 +13,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/handover"
 	"github.com/sluicehq/sluice/host/internal/lazyconn"
 	"github.com/sluicehq/sluice/host/tlsconf"
 	"github.com/valyala/fasthttp"
@@ -67,21 +69,23 @@ type listener struct {
 	toFast, toStd *connQueue
 	base          *tls.Config // nil on plain listeners
 	handshake     time.Duration
-	done          chan struct{} // closed when every serve loop has returned
-	h3            *h3Server     // HTTP/3 on the same port (h3.go); nil unless HTTP3
+	done          chan struct{}  // closed when every serve loop has returned
+	h3            *h3Server      // HTTP/3 on the same port (h3.go); nil unless HTTP3
+	conns         *limitListener // counts (and with max_conns bounds) the TCP connections
 	log           *slog.Logger
 }
 
 func (s *Server) openListener(o ListenerOptions) (*listener, error) {
-	raw, err := net.Listen("tcp", o.Address)
-	if err != nil {
-		return nil, fmt.Errorf("listener %q: %w", o.Address, err)
+	raw, inherited := s.inherit.Listener("tcp", o.Address)
+	if !inherited {
+		var err error
+		if raw, err = net.Listen("tcp", o.Address); err != nil {
+			return nil, fmt.Errorf("listener %q: %w", o.Address, err)
+		}
 	}
 	l := &listener{srv: s, opts: o, raw: raw, done: make(chan struct{}), log: s.log}
-	var ln net.Listener = lazyconn.Listener{Listener: raw}
-	if o.MaxConns > 0 {
-		ln = newLimitListener(ln, o.MaxConns)
-	}
+	l.conns = newLimitListener(lazyconn.Listener{Listener: raw}, o.MaxConns)
+	var ln net.Listener = l.conns
 	l.handshake = o.ReadHeaderTimeout
 	if l.handshake <= 0 {
 		l.handshake = o.ReadTimeout
@@ -105,12 +109,22 @@ func (s *Server) openListener(o ListenerOptions) (*listener, error) {
 	}
 	l.ln = &rootListener{Listener: ln, close: l.closeQueues}
 	if o.HTTP3 && o.TLS { // h3.go
+		var err error
 		if l.h3, err = l.openH3(raw.Addr()); err != nil {
 			_ = raw.Close()
 			return nil, err
 		}
 	}
 
+	s.log.Info("listening", "address", raw.Addr().String(), "tls", o.TLS, "h2c", o.H2C, "inherited", inherited)
+	return l, nil
+}
+
+// serve starts the engines' loops. Apply calls it once the generation
+// that routes the listener's requests is in place: an inherited socket
+// may hold connections already, and they must not meet an empty server.
+func (l *listener) serve() {
+	s, o := l.srv, l.opts
 	var wg sync.WaitGroup
 	serve := func(name string, fn func() error) {
 		wg.Add(1)
@@ -135,8 +149,43 @@ func (s *Server) openListener(o ListenerOptions) (*listener, error) {
 		wg.Wait()
 		close(l.done)
 	}()
-	s.log.Info("listening", "address", raw.Addr().String(), "tls", o.TLS, "h2c", o.H2C)
-	return l, nil
+}
+
+// handoverFiles returns duplicates of the listeners' sockets (TCP, and
+// UDP for HTTP/3), named for handover.Start, for a successor process.
+func (s *Server) handoverFiles() ([]handover.File, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var files []handover.File
+	add := func(kind, addr string, c any) error {
+		sc, ok := c.(syscall.Conn)
+		if !ok {
+			return fmt.Errorf("listener %q: %s socket cannot be handed over", addr, kind)
+		}
+		f, err := handover.Dup(sc, handover.Name(kind, addr))
+		if err != nil {
+			return fmt.Errorf("listener %q: %s: %w", addr, kind, err)
+		}
+		files = append(files, f)
+		return nil
+	}
+	for addr, l := range s.listeners {
+		err := add("tcp", addr, l.raw)
+		if err == nil && l.h3 != nil {
+			err = add("udp", addr, l.h3.pc)
+		}
+		if err != nil {
+			closeFiles(files)
+			return nil, err
+		}
+	}
+	return files, nil
+}
+
+func closeFiles(files []handover.File) {
+	for _, f := range files {
+		_ = f.File.Close()
+	}
 }
 
 // newFast configures fasthttp for the HTTP/1.1 connections of this
@@ -392,9 +441,9 @@ func (l *listener) closeQueues() {
 	}
 }
 
-// shutdown stops accepting, lets in-flight requests finish, and closes
-// idle keep-alive connections (HTTP/2 ones with GOAWAY); it gives up when
-// ctx ends.
+// shutdown stops accepting, lets in-flight requests finish, closes
+// idle keep-alive connections (HTTP/2 ones with GOAWAY), and waits for
+// upgraded ones (WebSocket) to close; it gives up when ctx ends.
 func (l *listener) shutdown(ctx context.Context) error {
 	var errs []error
 	if l.toFast != nil {
@@ -419,6 +468,11 @@ func (l *listener) shutdown(ctx context.Context) error {
 	errs = append(errs, ferr, h3err)
 	select {
 	case <-l.done:
+		// Upgraded connections (WebSocket) have left the engines; they
+		// run on until they close or ctx ends.
+		if err := l.conns.waitClosed(ctx); err != nil {
+			errs = append(errs, err)
+		}
 	case <-ctx.Done():
 		errs = append(errs, ctx.Err())
 	}
@@ -618,33 +672,52 @@ func readFrom(c net.Conn, r io.Reader) (int64, error) {
 
 type writerOnly struct{ io.Writer }
 
-// limitListener bounds the connections open at once: Accept waits for
-// one to close, so that further clients wait in the kernel's accept
-// queue. Unlike x/net/netutil's, its connections keep ReadFrom, so that
-// sendfile(2) still works behind it.
+// limitListener counts the connections open, so that a drain can wait
+// for the long-lived ones (a WebSocket or other upgraded connection that
+// the engines no longer track once it is handed off), and bounds them
+// when max_conns is set: Accept waits for one to close, so that further
+// clients wait in the kernel's accept queue. Unlike x/net/netutil's, its
+// connections keep ReadFrom, so that sendfile(2) still works behind it.
 type limitListener struct {
 	net.Listener
-	sem  chan struct{}
+	sem  chan struct{} // nil: no limit
+	open atomic.Int64  // accepted and not yet closed
 	done chan struct{}
 	once sync.Once
 }
 
 func newLimitListener(ln net.Listener, n int) *limitListener {
-	return &limitListener{Listener: ln, sem: make(chan struct{}, n), done: make(chan struct{})}
+	l := &limitListener{Listener: ln, done: make(chan struct{})}
+	if n > 0 {
+		l.sem = make(chan struct{}, n)
+	}
+	return l
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
+	if l.sem != nil {
+		select {
+		case l.sem <- struct{}{}:
+		case <-l.done:
+			return nil, net.ErrClosed
+		}
 	}
 	c, err := l.Listener.Accept()
 	if err != nil {
-		<-l.sem
+		if l.sem != nil {
+			<-l.sem
+		}
 		return nil, err
 	}
-	return &limitedConn{Conn: c, release: func() { <-l.sem }}, nil
+	l.open.Add(1)
+	return &limitedConn{Conn: c, l: l}, nil
+}
+
+func (l *limitListener) release() {
+	l.open.Add(-1)
+	if l.sem != nil {
+		<-l.sem
+	}
 }
 
 func (l *limitListener) Close() error {
@@ -652,15 +725,30 @@ func (l *limitListener) Close() error {
 	return l.Listener.Close()
 }
 
+// waitClosed waits until every connection accepted is closed, or ctx
+// ends. It polls: it runs once per drain, off the request path.
+func (l *limitListener) waitClosed(ctx context.Context) error {
+	for tick := time.Millisecond; l.open.Load() > 0; tick = min(2*tick, 100*time.Millisecond) {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d connections still open: %w", l.open.Load(), ctx.Err())
+		case <-time.After(tick):
+		}
+	}
+	return nil
+}
+
 type limitedConn struct {
 	net.Conn
-	release func()
-	once    sync.Once
+	l      *limitListener
+	closed atomic.Bool
 }
 
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.release)
+	if c.closed.CompareAndSwap(false, true) {
+		c.l.release()
+	}
 	return err
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/host/exchange"
 	"github.com/sluicehq/sluice/host/frontdoor"
+	"github.com/sluicehq/sluice/host/handover"
 	"github.com/sluicehq/sluice/host/route"
 	"github.com/sluicehq/sluice/runtime"
 )
@@ -27,6 +28,9 @@ type Server struct {
 	mu        sync.Mutex // guards listeners and reloads; never taken on the request path
 	listeners map[string]*listener
 	draining  atomic.Bool
+	// inherit holds the sockets from systemd or from the sluice this
+	// process replaced; openListener takes from it before it binds.
+	inherit *handover.Sockets
 }
 
 // Generation is everything one config load built: a route table per
@@ -122,6 +126,9 @@ func (s *Server) Apply(g *Generation) error {
 	if !first {
 		g.start()
 		old = s.gen.Swap(g)
+	}
+	for _, l := range opened { // only now: an inherited socket may have connections waiting
+		l.serve()
 	}
 	for addr, l := range s.listeners {
 		if _, ok := want[addr]; !ok {

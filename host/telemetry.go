@@ -1,10 +1,14 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
+	"net"
+	"os"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -197,7 +201,21 @@ func (t *telemetry) startAdmin(i *Instance) error {
 			return nil
 		},
 		Filters: func() any { return i.FilterStats() },
-		Ready:   func() bool { return !t.draining.Load() && !i.srv.Draining() },
+		Upgrade: func() (string, error) {
+			p, err := i.Upgrade(context.Background())
+			if errors.Is(err, ErrUpgradeInProgress) || errors.Is(err, ErrDraining) {
+				return "", admin.Conflict(err)
+			}
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("upgraded: pid %d serves; pid %d drains\n", p.Pid, os.Getpid()), nil
+		},
+		Listener: func() net.Listener {
+			ln, _ := i.sockets.Listener("admin", cmp.Or(cfg.Admin.Listen, admin.DefaultListen))
+			return ln
+		}(),
+		Ready: func() bool { return !t.draining.Load() && !i.srv.Draining() },
 	}
 	if t.metrics != nil {
 		o.Metrics = t.metrics.Handler()
@@ -290,6 +308,30 @@ func (t *telemetry) shutdown(ctx context.Context, delay time.Duration, drain fun
 	}
 	err := drain(ctx)
 	return errors.Join(err, t.close(ctx))
+}
+
+// retire is shutdown for an instance a successor replaced: the admin API
+// closes first (the successor serves it on the same socket), no delay.
+func (t *telemetry) retire(ctx context.Context, drain func(context.Context) error) error {
+	t.draining.Store(true)
+	var err error
+	if t.admin != nil {
+		err = t.admin.Close()
+	}
+	err = errors.Join(err, drain(ctx))
+	return errors.Join(err, t.close(ctx))
+}
+
+// adminListen is the admin listen address as configured (its handover
+// name).
+func (t *telemetry) adminListen() string {
+	if t.inst == nil {
+		return admin.DefaultListen
+	}
+	if c := t.inst.Config(); c != nil && c.Admin != nil && c.Admin.Listen != "" {
+		return c.Admin.Listen
+	}
+	return admin.DefaultListen
 }
 
 // close stops the admin API, flushes and stops tracing and the access log.

@@ -23,6 +23,8 @@ func init() {
 		{"validate", "-c FILE.hcl", "check a config (and start each filter with its config); print FILE:LINE:COL problems", cmdValidate},
 		{"fmt", "[-w] FILE.hcl", "print (or rewrite) a config in canonical format", cmdFmt},
 		{"reload", "[--admin ADDR]", "ask a running server to reload its config", cmdReload},
+		{"upgrade", "[--admin ADDR | --pid PID]", "replace a running server's binary without refusing a connection", cmdUpgrade},
+		{"health", "[--admin ADDR | --url URL]", "exit 0 when a running server is healthy (for container health checks)", cmdHealth},
 		{"version", "", "print the version, the commit and the Go version", cmdVersion},
 		{"help", "[COMMAND]", "show help", cmdHelp},
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/host"
+	"github.com/sluicehq/sluice/host/handover"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -58,19 +59,25 @@ func logger(level string) *slog.Logger {
 }
 
 func cmdServe(args []string) int {
-	fs := newFlags("serve", "[-c FILE.hcl]", `Run a config. SIGHUP reloads it (a bad config is refused and the running
-one keeps serving); SIGUSR1 reopens the access log (rotation); SIGTERM and
-SIGINT drain in-flight requests and exit 0.
+	fs := newFlags("serve", "[-c FILE.hcl] [--pid-file FILE]", `Run a config. SIGHUP reloads it (a bad config is refused and the running
+one keeps serving); SIGUSR1 reopens the access log (rotation); SIGUSR2
+upgrades the binary (sluice upgrade); SIGTERM and SIGINT drain in-flight
+requests and exit 0.
+Sockets passed by systemd (socket activation, LISTEN_FDS) serve the listen
+addresses they are bound to; readiness, reloads and stopping are reported
+to systemd (sd_notify) when NOTIFY_SOCKET is set.
 With no config, serve the current directory on 127.0.0.1:8080 from the
 embedded default config.`)
 	file := fs.String("c", "", "config `file` (HCL)")
 	fs.StringVar(file, "config", "", "config `file` (same as -c)")
 	level := fs.String("log-level", "info", "log `level`: debug, info, warn, error")
+	fs.StringVar(&pidFile.path, "pid-file", "", "write the process id to `file` once serving (an upgrade's new process rewrites it)")
+	upTimeout := fs.Duration("upgrade-timeout", host.DefaultUpgradeTimeout, "how long an upgrade waits for the new process to be ready before it stops it")
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
 	}
 	log := logger(*level)
-	opts := host.InstanceOptions{Log: log}
+	opts := host.InstanceOptions{Log: log, UpgradeTimeout: *upTimeout}
 	if *file != "" {
 		opts.Path = *file
 	} else {
@@ -117,8 +124,16 @@ func displayAddr(a string) string {
 	return a
 }
 
-// run starts an instance and serves until SIGTERM or SIGINT.
+// run starts an instance and serves until SIGTERM or SIGINT, or until
+// an upgrade (SIGUSR2, POST /upgrade) hands its sockets to a new process.
+// It takes the sockets passed by systemd or by the sluice it replaces,
+// and tells both when it serves (sd_notify READY=1).
 func run(opts host.InstanceOptions, log *slog.Logger) int {
+	socks, err := handover.FromEnv()
+	if err != nil {
+		log.Warn("inherited sockets", "error", err)
+	}
+	opts.Sockets = socks
 	inst, err := host.Start(opts)
 	if err != nil {
 		var de *host.DiagnosticsError
@@ -127,11 +142,30 @@ func run(opts host.InstanceOptions, log *slog.Logger) int {
 		} else {
 			fmt.Fprintln(os.Stderr, "sluice:", err)
 		}
+		_ = socks.Failed(err)
+		_, _ = handover.Notify("STATUS=" + firstLine(err.Error()))
 		return 1
 	}
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
-	for sig := range sigs {
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1, syscall.SIGUSR2)
+	if err := pidFile.write(); err != nil {
+		log.Warn("pid file", "error", err)
+	}
+	defer pidFile.remove()
+	if err := socks.Ready(); err != nil {
+		log.Warn("telling the old process we serve", "error", err)
+	}
+	if _, err := handover.Notify(fmt.Sprintf("READY=1\nMAINPID=%d", os.Getpid())); err != nil {
+		log.Warn("sd_notify", "error", err)
+	}
+	drain := func(ctx context.Context) {}
+	for {
+		var sig os.Signal
+		select {
+		case sig = <-sigs:
+		case <-inst.Upgraded():
+			sig = syscall.SIGUSR2
+		}
 		switch sig {
 		case syscall.SIGHUP:
 			_ = inst.Reload()
@@ -141,27 +175,56 @@ func run(opts host.InstanceOptions, log *slog.Logger) int {
 				log.Error("reopening logs", "error", err)
 			}
 			continue
+		case syscall.SIGUSR2:
+			select {
+			case <-inst.Upgraded(): // upgraded: drain below
+			default:
+				go func() { _, _ = inst.Upgrade(context.Background()) }() // logs its outcome
+				continue
+			}
+			log.Info("draining: a new process took over the sockets")
+			pidFile.handedOver()
+			drain = func(ctx context.Context) {
+				if err := inst.Retire(ctx); err != nil {
+					log.Warn("shutdown", "error", err)
+				}
+			}
+		default:
+			log.Info("draining", "signal", sig.String())
+			drain = func(ctx context.Context) {
+				if err := inst.Shutdown(ctx); err != nil {
+					log.Warn("shutdown", "error", err)
+				}
+			}
 		}
-		log.Info("draining", "signal", sig.String())
-		timeout := inst.Config().Server.ShutdownTimeout
-		ctx := context.Background()
-		if timeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, timeout)
-			defer cancel()
-		}
-		go func() { // a second signal stops at once
-			<-sigs
-			log.Warn("second signal: exiting without draining")
-			os.Exit(1)
-		}()
-		if err := inst.Shutdown(ctx); err != nil {
-			log.Warn("shutdown", "error", err)
-		}
-		log.Info("stopped")
-		return 0
+		break
 	}
+	timeout := inst.Config().Server.ShutdownTimeout
+	ctx := context.Background()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	go func() { // a second SIGTERM or SIGINT stops at once
+		for sig := range sigs {
+			if sig == syscall.SIGTERM || sig == syscall.SIGINT {
+				log.Warn("second signal: exiting without draining")
+				os.Exit(1)
+			}
+		}
+	}()
+	drain(ctx)
+	log.Info("stopped")
 	return 0
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 func cmdValidate(args []string) int { return validate(args, os.Stderr) }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -38,6 +39,14 @@ type Options struct {
 	// Ready reports whether the server takes traffic; /readyz answers 503
 	// when it returns false (draining). nil means always ready.
 	Ready func() bool
+	// Upgrade replaces the running binary for POST /upgrade (a new
+	// process takes the listeners over and this one drains); it returns
+	// what to tell the caller. nil answers 501. An error wrapped by
+	// Conflict is a 409 (one is in progress, or this process drains).
+	Upgrade func() (string, error)
+	// Listener, when set, is served instead of listening on Listen: the
+	// socket inherited from systemd or from the process this replaced.
+	Listener net.Listener
 	// Log receives admin events; nil means slog.Default().
 	Log *slog.Logger
 }
@@ -51,6 +60,8 @@ type Server struct {
 	mu    sync.Mutex
 	ln    net.Listener
 	done  chan struct{}
+	close sync.Once
+	err   error   // of the first Close
 	names origins // the Host and Origin values accepted; bound after Start
 }
 
@@ -75,8 +86,9 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("/config", s.config)
 	s.mux.HandleFunc("/filters", s.filters)
 	s.mux.HandleFunc("/reload", s.reload)
+	s.mux.HandleFunc("/upgrade", s.upgrade)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "not found; try /healthz, /readyz, /metrics, /config, /filters or POST /reload", http.StatusNotFound)
+		http.Error(w, "not found; try /healthz, /readyz, /metrics, /config, /filters, POST /reload or POST /upgrade", http.StatusNotFound)
 	})
 	s.http = &http.Server{
 		Handler:           s.Handler(),
@@ -135,9 +147,12 @@ func (s *Server) Start() error {
 	if s.ln != nil {
 		return errors.New("admin: already started")
 	}
-	ln, err := net.Listen("tcp", s.o.Listen)
-	if err != nil {
-		return fmt.Errorf("admin: %w", err)
+	ln := s.o.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", s.o.Listen); err != nil {
+			return fmt.Errorf("admin: %w", err)
+		}
 	}
 	s.ln, s.done = ln, make(chan struct{})
 	s.names = newOrigins(s.o.Listen, ln.Addr())
@@ -159,6 +174,15 @@ func loopback(a net.Addr) bool {
 	return ok && t.IP.IsLoopback()
 }
 
+// Conn returns the listening socket, to hand over to a successor
+// process; nil before Start or when it is not a socket.
+func (s *Server) Conn() syscall.Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, _ := s.ln.(syscall.Conn)
+	return c
+}
+
 // Addr returns the bound address, or nil before Start.
 func (s *Server) Addr() net.Addr {
 	s.mu.Lock()
@@ -170,7 +194,8 @@ func (s *Server) Addr() net.Addr {
 }
 
 // Close stops the server: in-flight admin requests get a few seconds to
-// finish (a reload in progress runs on regardless).
+// finish (a reload in progress runs on regardless). Only the first call
+// does anything; later ones return its result.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	started := s.ln != nil
@@ -178,15 +203,32 @@ func (s *Server) Close() error {
 	if !started {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := s.http.Shutdown(ctx)
-	if err != nil {
-		err = errors.Join(err, s.http.Close())
-	}
-	<-s.done
-	return err
+	s.close.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.err = s.http.Shutdown(ctx)
+		if s.err != nil {
+			s.err = errors.Join(s.err, s.http.Close())
+		}
+		<-s.done
+	})
+	return s.err
 }
+
+// Conflict marks err as a request that cannot run now: POST /upgrade
+// answers 409 for it.
+func Conflict(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &ConflictError{Err: err}
+}
+
+// ConflictError is an upgrade refused because of the server's state.
+type ConflictError struct{ Err error }
+
+func (e *ConflictError) Error() string { return e.Err.Error() }
+func (e *ConflictError) Unwrap() error { return e.Err }
 
 // Invalid marks err as a problem with the config (the caller's): POST
 // /reload answers 400 for it instead of 500.
@@ -308,6 +350,31 @@ func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusBadRequest
 	}
 	msg := err.Error()
+	if !strings.HasSuffix(msg, "\n") {
+		msg += "\n"
+	}
+	text(w, status, msg)
+}
+
+func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		http.Error(w, "method not allowed: use POST", http.StatusMethodNotAllowed)
+		return
+	}
+	if s.o.Upgrade == nil {
+		http.Error(w, "upgrade is not available", http.StatusNotImplemented)
+		return
+	}
+	msg, err := s.o.Upgrade()
+	status := http.StatusOK
+	if err != nil {
+		status, msg = http.StatusInternalServerError, err.Error()
+		var c *ConflictError
+		if errors.As(err, &c) {
+			status = http.StatusConflict
+		}
+	}
 	if !strings.HasSuffix(msg, "\n") {
 		msg += "\n"
 	}

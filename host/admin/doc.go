@@ -1,6 +1,6 @@
 // Package admin is sluice's admin HTTP API: /healthz, /readyz, /metrics,
-// /config, /filters and POST /reload, on a listener of its own (loopback
-// by default), optionally behind a bearer token.
+// /config, /filters, POST /reload and POST /upgrade, on a listener of its
+// own (loopback by default), optionally behind a bearer token.
 //
 // Every request must name the listener (origin.go): a Host that is not
 // the listener's address, as configured or as bound, or a loopback name

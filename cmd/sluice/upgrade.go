@@ -1,0 +1,130 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func cmdUpgrade(args []string) int {
+	fs := newFlags("upgrade", "[--admin ADDR] [--pid PID | --pid-file FILE]", `Replace a running server's binary without refusing a connection (as
+nginx on SIGUSR2): it starts the binary at its path again (replace the
+file first), hands it the listening sockets, waits until it serves, then
+drains; long-lived connections run on the old process until its
+server.shutdown_timeout. A new binary that fails to start, or is not
+ready in time, is stopped and the old one keeps serving.
+By default through the admin API (POST /upgrade), which waits for the
+outcome and reports it; with --pid or --pid-file it sends SIGUSR2, and
+the outcome is in the server's log.`)
+	admin := fs.String("admin", "127.0.0.1:2019", "admin listener `address`")
+	token := fs.String("token", os.Getenv("SLUICE_ADMIN_TOKEN"), "admin bearer `token` (default $SLUICE_ADMIN_TOKEN)")
+	pid := fs.Int("pid", 0, "signal this process `id` instead of using the admin API")
+	pidPath := fs.String("pid-file", "", "signal the process whose id is in `file` (serve --pid-file)")
+	if rc := parse(fs, args); rc >= 0 {
+		return rc
+	}
+	if *pidPath != "" {
+		b, err := os.ReadFile(*pidPath)
+		if err == nil {
+			*pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sluice upgrade:", err)
+			return 1
+		}
+	}
+	if *pid > 0 {
+		if err := syscall.Kill(*pid, syscall.SIGUSR2); err != nil {
+			fmt.Fprintf(os.Stderr, "sluice upgrade: pid %d: %v\n", *pid, err)
+			return 1
+		}
+		fmt.Fprintf(os.Stderr, "sent SIGUSR2 to pid %d; its log tells the outcome\n", *pid)
+		return 0
+	}
+	req, err := http.NewRequest(http.MethodPost, "http://"+*admin+"/upgrade", nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sluice upgrade:", err)
+		return 1
+	}
+	if *token != "" {
+		req.Header.Set("Authorization", "Bearer "+*token)
+	}
+	// The server waits for the new process (host.DefaultUpgradeTimeout).
+	resp, err := (&http.Client{Timeout: 90 * time.Second}).Do(req)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sluice upgrade:", err)
+		return 1
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintf(os.Stderr, "sluice upgrade: %s\n%s", resp.Status, body)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "%s", body)
+	return 0
+}
+
+func cmdHealth(args []string) int {
+	fs := newFlags("health", "[--admin ADDR | --url URL]", `Exit 0 when a running server answers its admin /healthz (or URL) with
+200, else 1: a health check for images without curl (HEALTHCHECK).`)
+	admin := fs.String("admin", "127.0.0.1:2019", "admin listener `address`")
+	url := fs.String("url", "", "check this `URL` instead of the admin /healthz")
+	timeout := fs.Duration("timeout", 5*time.Second, "give up after `duration`")
+	if rc := parse(fs, args); rc >= 0 {
+		return rc
+	}
+	if *url == "" {
+		*url = "http://" + *admin + "/healthz"
+	}
+	resp, err := (&http.Client{Timeout: *timeout}).Get(*url)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sluice health:", err)
+		return 1
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintf(os.Stderr, "sluice health: %s: %s\n", *url, resp.Status)
+		return 1
+	}
+	return 0
+}
+
+// pidFile is serve --pid-file: written once the process serves (by the
+// new process after an upgrade, atomically), removed at exit unless a
+// successor took over.
+var pidFile pidFileT
+
+type pidFileT struct {
+	path string
+	keep bool
+}
+
+func (p *pidFileT) write() error {
+	if p.path == "" {
+		return nil
+	}
+	tmp := p.path + ".tmp" + strconv.Itoa(os.Getpid())
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p.path)
+}
+
+// handedOver keeps the file: the new process has written its own id.
+func (p *pidFileT) handedOver() { p.keep = true }
+
+func (p *pidFileT) remove() {
+	if p.path == "" || p.keep {
+		return
+	}
+	if b, err := os.ReadFile(p.path); err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(os.Getpid()) {
+		_ = os.Remove(p.path)
+	}
+}
