@@ -156,6 +156,7 @@ func (l *listener) newFast(h exchange.Handler) *fasthttp.Server {
 		WriteTimeout:                 o.WriteTimeout,
 		IdleTimeout:                  o.IdleTimeout,
 		ReadBufferSize:               int(o.MaxHeaderBytes),
+		WriteBufferSize:              exchange.FastWriteBufferSize,
 		MaxRequestBodySize:           int(o.MaxRequestBody),
 		Concurrency:                  o.MaxConns,
 		CloseOnShutdown:              true,

@@ -1,0 +1,100 @@
+package exchange
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sluicehq/sluice/host/internal/lazyconn"
+	"github.com/valyala/fasthttp"
+	"golang.org/x/sys/unix"
+)
+
+// TestFastCorks checks what the fast adapter asks of the connection for
+// a response's first write: corked for a file larger than the write
+// buffer (with the head flushed alone, so sendfile starts on a page),
+// MSG_MORE for a body in memory that large, nothing for a small body or
+// HEAD. The connection's next write shows it: held by the kernel
+// (bytes not sent) or not.
+func TestFastCorks(t *testing.T) {
+	big := bytes.Repeat([]byte("0123456789abcdef"), 111<<10/16)
+	name := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(name, big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, method string
+		send         func(x Exchange)
+		cork, held   bool
+	}{
+		{"file", "GET", func(x Exchange) { x.SendFile(open(t, name), 0, int64(len(big))) }, true, true},
+		{"shared file", "GET", func(x Exchange) {
+			fs := x.(FileAtSender)
+			if !fs.SendsFiles() {
+				t.Error("plain TCP under lazyconn: SendsFiles false")
+			}
+			f := open(t, name)
+			fs.SendFileAt(f, 10, int64(len(big))-10, f)
+		}, true, true},
+		{"memory", "GET", func(x Exchange) { x.SetBody(big) }, false, true},
+		{"small file", "GET", func(x Exchange) { x.SendFile(open(t, name), 0, 4000) }, false, false},
+		{"small memory", "GET", func(x Exchange) { x.SetBody(big[:4000]) }, false, false},
+		{"head", "HEAD", func(x Exchange) { x.SendFile(open(t, name), 0, int64(len(big))) }, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			conn := lazyPair(t)
+			var ctx fasthttp.RequestCtx
+			ctx.Init2(conn, nil, false)
+			ctx.Request.Header.SetMethod(c.method)
+			ctx.Request.SetRequestURI("/")
+			Fast(HandlerFunc(func(x Exchange) error { c.send(x); return nil }), nil, false)(&ctx)
+			defer ctx.Response.Reset()
+			if ctx.Response.ImmediateHeaderFlush != c.cork {
+				t.Errorf("ImmediateHeaderFlush %v, want %v", ctx.Response.ImmediateHeaderFlush, c.cork)
+			}
+			if _, err := conn.Write([]byte("head")); err != nil {
+				t.Fatal(err)
+			}
+			var info *unix.TCPInfo
+			var cork int
+			rc, _ := conn.(*lazyconn.Conn).SyscallConn()
+			_ = rc.Control(func(fd uintptr) {
+				info, _ = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+				cork, _ = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_CORK)
+			})
+			if held := info.Notsent_bytes > 0; held != c.held || (cork == 1) != c.cork {
+				t.Errorf("first write held %v, TCP_CORK %d; want held %v, cork %v", held, cork, c.held, c.cork)
+			}
+		})
+	}
+}
+
+func open(t *testing.T, name string) *os.File {
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// lazyPair returns the server side of a loopback connection, wrapped.
+func lazyPair(t *testing.T) net.Conn {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	peer, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := lazyconn.Listener{Listener: ln}.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(); peer.Close() })
+	return c
+}
