@@ -129,12 +129,14 @@ func run(opts host.InstanceOptions, log *slog.Logger) int {
 		}
 		return 1
 	}
+	trimStartup()
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
 	for sig := range sigs {
 		switch sig {
 		case syscall.SIGHUP:
 			_ = inst.Reload()
+			trimStartup() // the new config's parsing touched the same pages
 			continue
 		case syscall.SIGUSR1: // log rotation: reopen the access log file
 			if err := inst.ReopenLogs(); err != nil {
