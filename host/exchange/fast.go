@@ -302,12 +302,10 @@ func moreConn(c net.Conn) *lazyconn.Conn {
 // server serving Fast's handler must not use a larger one.
 const FastWriteBufferSize = 4096
 
-// cork lets the head and the start of the body leave in full segments
-// with what follows: when the body is larger than fasthttp's write
-// buffer, the first write (head and the first bytes of the body) is not
-// the last one, and goes out with MSG_MORE; the rest (the body's tail,
-// or sendfile) pushes it out. nginx does the same with TCP_CORK
-// (tcp_nopush), at the cost of two more system calls.
+// cork lets a response larger than fasthttp's write buffer leave in full
+// segments, as nginx's tcp_nopush does: its first write is not its last,
+// so the first goes under TCP_CORK and the cork is cleared after the next
+// one (the rest of a body in memory) or the sendfile of a file.
 func (x *fastExchange) cork() {
 	r := &x.ctx.Response
 	if x.tls || r.SkipBody || x.ctx.IsHead() {
@@ -325,19 +323,12 @@ func (x *fastExchange) cork() {
 	if n <= FastWriteBufferSize {
 		return
 	}
-	c := moreConn(x.ctx.Conn())
-	switch {
-	case c == nil:
-	case file:
-		// The head goes alone, corked, and sendfile starts at the
-		// region's first page, as nginx's does: the kernel then packs
-		// whole pages into full segments, not a head and a page's tail,
-		// and the cork holds them while the socket buffer splits the
-		// sendfile.
+	if c := moreConn(x.ctx.Conn()); c != nil {
 		c.CorkNext()
-		r.ImmediateHeaderFlush = true
-	default:
-		c.MoreNext()
+		// A file's head goes alone, so that sendfile starts at the
+		// region's first page, as nginx's does: the kernel then packs
+		// whole pages into full segments, not a head and a page's tail.
+		r.ImmediateHeaderFlush = file
 	}
 }
 func (x *fastExchange) Stream(size int64, fn func(w StreamWriter) error) {

@@ -19,9 +19,9 @@ type Conn struct {
 	rd, wd deadline
 
 	ww writeWait // WriteWait's state; see writewait_unix.go
-	sf sendState // sendfile and MSG_MORE state; see sendfile_linux.go
+	sf sendState // sendfile and TCP_CORK state; see sendfile_linux.go
 
-	next atomic.Int32 // how the next Write goes out: nextPlain, nextMore, nextCork (region.go)
+	next atomic.Int32 // how the next Write goes out: nextPlain, nextCork (region.go)
 
 	linger atomic.Bool // Close lingers (linger.go)
 }

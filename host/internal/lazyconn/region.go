@@ -22,22 +22,14 @@ type FileRegion interface {
 // How the next Write goes out.
 const (
 	nextPlain = iota
-	nextMore
 	nextCork
 )
 
-// MoreNext makes the next Write go out with MSG_MORE (Linux; elsewhere
-// it does nothing): the kernel holds its bytes to fill a segment with
-// what is written next, without the two setsockopt calls of TCP_CORK. A
-// response head followed by a large body then leaves in full segments
-// instead of one short segment first. The caller must be sure another
-// write follows, or the bytes wait for it: MoreNext is for a write that
-// is not the last of a response.
-func (c *Conn) MoreNext() { c.next.Store(nextMore) }
-
 // CorkNext sets TCP_CORK (Linux; elsewhere it does nothing) before the
-// next Write, a response head, and clears it once the FileRegion that
-// follows has been sent with sendfile (ReadFrom), or after any other
-// write: head and file leave in full segments even when the socket
-// buffer splits the sendfile, as nginx's tcp_nopush does.
+// next Write, the first of a response, and clears it once the FileRegion
+// that follows has been sent with sendfile (ReadFrom), or after the next
+// write: the head and the body leave in full segments even when the
+// socket buffer splits the body, as with nginx's tcp_nopush. The caller
+// must be sure another write follows, the rest of the response, or the
+// first one waits up to the kernel's 200 ms for it.
 func (c *Conn) CorkNext() { c.next.Store(nextCork) }

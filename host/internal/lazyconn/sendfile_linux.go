@@ -8,24 +8,21 @@ import (
 	"os"
 	"runtime"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// sendState is the state of one sendRegion or writeMore, kept in the Conn
+// sendState is the state of one sendRegion and of the cork, kept in the Conn
 // so that the poller callbacks are bound once per connection, not
 // allocated per call. Only the goroutine writing to the connection uses
 // it.
 type sendState struct {
 	rc       syscall.RawConn
 	fileStep func(fd uintptr) bool
-	moreStep func(fd uintptr) bool
 
-	in      int   // sendfile: the file's descriptor
-	off     int64 // sendfile: the next offset in the file
-	left    int64 // sendfile: bytes still to send
-	p       []byte
+	in      int   // the file's descriptor
+	off     int64 // the next offset in the file
+	left    int64 // bytes still to send
 	written int64
 	err     error
 
@@ -44,30 +41,27 @@ func (c *Conn) uncork() {
 	}
 }
 
-// writeNext writes p as MoreNext or CorkNext asked, or, corked, writes
-// it and uncorks. ok is false when the connection has no raw access:
-// then nothing was written.
+// writeNext writes p corked, as CorkNext asked, or, already corked,
+// writes it and uncorks. ok is false when the connection has no raw
+// access: then nothing was written.
 func (c *Conn) writeNext(p []byte) (n int, err error, ok bool) {
 	s := &c.sf
 	next := c.next.Swap(nextPlain)
 	if s.rc == nil {
 		return 0, nil, false
 	}
-	switch {
-	case s.corked: // a write other than the sendfile CorkNext expected
+	if s.corked || next != nextCork { // the write after the corked one
 		n, err = c.write(p)
 		c.uncork()
 		return n, err, true
-	case next == nextCork:
-		_ = s.rc.Control(s.cork)
-		s.corked = true
-		n, err = c.write(p)
-		if err != nil {
-			c.uncork()
-		}
-		return n, err, true
 	}
-	return c.writeMore(p)
+	_ = s.rc.Control(s.cork)
+	s.corked = true
+	n, err = c.write(p)
+	if err != nil {
+		c.uncork()
+	}
+	return n, err, true
 }
 
 func (s *sendState) init(tc *net.TCPConn) {
@@ -75,7 +69,7 @@ func (s *sendState) init(tc *net.TCPConn) {
 	if err != nil {
 		return
 	}
-	s.rc, s.fileStep, s.moreStep = rc, s.sendfile, s.sendMore
+	s.rc, s.fileStep = rc, s.sendfile
 	s.cork, s.uncork = setCork, clearCork
 }
 
@@ -101,26 +95,6 @@ func (s *sendState) sendfile(fd uintptr) bool {
 		case n == 0:
 			s.err = io.ErrUnexpectedEOF // the file is shorter than said
 			return true
-		}
-	}
-	return true
-}
-
-// sendMore is the poller callback of writeMore.
-func (s *sendState) sendMore(fd uintptr) bool {
-	for int(s.written) < len(s.p) {
-		p := s.p[s.written:]
-		n, _, e := unix.Syscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)),
-			unix.MSG_MORE|unix.MSG_NOSIGNAL, 0, 0)
-		switch {
-		case e == unix.EINTR:
-		case e == unix.EAGAIN:
-			return false
-		case e != 0:
-			s.err = e
-			return true
-		default:
-			s.written += int64(n)
 		}
 	}
 	return true
@@ -161,26 +135,6 @@ func (c *Conn) sendRegion(r io.Reader) (n int64, err error, handled bool) {
 	}
 	if err != nil {
 		err = &net.OpError{Op: "sendfile", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: wrapSyscall("sendfile", err)}
-	}
-	return n, err, true
-}
-
-// writeMore writes p with MSG_MORE.
-func (c *Conn) writeMore(p []byte) (n int, err error, ok bool) {
-	s := &c.sf
-	if len(p) == 0 {
-		return 0, nil, false
-	}
-	c.arm(true)
-	s.p, s.written, s.err = p, 0, nil
-	werr := s.rc.Write(s.moreStep)
-	n, err = int(s.written), s.err
-	s.p, s.err = nil, nil
-	if err == nil {
-		err = werr
-	}
-	if err != nil {
-		err = &net.OpError{Op: "write", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: wrapSyscall("sendto", err)}
 	}
 	return n, err, true
 }

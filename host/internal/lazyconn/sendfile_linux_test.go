@@ -152,29 +152,6 @@ func TestCorkNextOtherWrite(t *testing.T) {
 	}
 }
 
-// TestMoreNext checks that MoreNext sends the next write with MSG_MORE
-// (held by the kernel for what follows), and only that one.
-func TestMoreNext(t *testing.T) {
-	c, peer := pair(t)
-	_ = peer.SetDeadline(time.Now().Add(10 * time.Second))
-	c.MoreNext()
-	if _, err := c.Write([]byte("head")); err != nil {
-		t.Fatal(err)
-	}
-	if info, _ := tcpInfo(t, c); info.Notsent_bytes != 4 {
-		t.Fatalf("after the head: %d bytes not sent, want 4 (held by MSG_MORE)", info.Notsent_bytes)
-	}
-	if _, err := c.Write([]byte("body")); err != nil {
-		t.Fatal(err)
-	}
-	if info, _ := tcpInfo(t, c); info.Notsent_bytes != 0 {
-		t.Fatalf("after the body: %d bytes not sent", info.Notsent_bytes)
-	}
-	if got := readN(t, peer, 8); string(got) != "headbody" {
-		t.Fatalf("got %q", got)
-	}
-}
-
 // BenchmarkSendRegion sends a 111 KiB file region per operation, corked
 // head first, as the fast engine does for a cached static file.
 func BenchmarkSendRegion(b *testing.B) {
