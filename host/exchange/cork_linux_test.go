@@ -12,8 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestFastCorks checks what the fast adapter asks of the connection for
-// a response's first write: corked for a body larger than the write
+// TestFastCorks checks what CorkFast asks of the connection for a
+// response's first write: corked for a body larger than the write
 // buffer, in memory or a file (then with the head flushed alone, so that
 // sendfile starts on a page), and not for a small body or HEAD. The
 // connection's next write shows it: held by the kernel under TCP_CORK,
@@ -43,31 +43,39 @@ func TestFastCorks(t *testing.T) {
 		{"small memory", "GET", func(x Exchange) { x.SetBody(big[:4000]) }, false, false},
 		{"head", "HEAD", func(x Exchange) { x.SendFile(open(t, name), 0, int64(len(big))) }, false, false},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			conn := lazyPair(t)
-			var ctx fasthttp.RequestCtx
-			ctx.Init2(conn, nil, false)
-			ctx.Request.Header.SetMethod(c.method)
-			ctx.Request.SetRequestURI("/")
-			Fast(HandlerFunc(func(x Exchange) error { c.send(x); return nil }), nil, false)(&ctx)
-			defer ctx.Response.Reset()
-			if ctx.Response.ImmediateHeaderFlush != c.alone {
-				t.Errorf("ImmediateHeaderFlush %v, want %v", ctx.Response.ImmediateHeaderFlush, c.alone)
-			}
-			if _, err := conn.Write([]byte("head")); err != nil {
-				t.Fatal(err)
-			}
-			var info *unix.TCPInfo
-			var cork int
-			rc, _ := conn.(*lazyconn.Conn).SyscallConn()
-			_ = rc.Control(func(fd uintptr) {
-				info, _ = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
-				cork, _ = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_CORK)
-			})
-			if held := info.Notsent_bytes > 0; held != c.cork || (cork == 1) != c.cork {
-				t.Errorf("first write held %v, TCP_CORK %d; want corked %v", held, cork, c.cork)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { corkCase(t, c.method, c.send, true, c.cork, c.alone) })
+		t.Run(c.name+" without tcp_nopush", func(t *testing.T) { corkCase(t, c.method, c.send, false, false, false) })
+	}
+}
+
+// corkCase serves one response on a fresh connection, with CorkFast when
+// nopush, and checks what the connection's next write does.
+func corkCase(t *testing.T, method string, send func(Exchange), nopush, wantCork, wantAlone bool) {
+	conn := lazyPair(t)
+	var ctx fasthttp.RequestCtx
+	ctx.Init2(conn, nil, false)
+	ctx.Request.Header.SetMethod(method)
+	ctx.Request.SetRequestURI("/")
+	Fast(HandlerFunc(func(x Exchange) error { send(x); return nil }), nil, false)(&ctx)
+	if nopush {
+		CorkFast(&ctx)
+	}
+	defer ctx.Response.Reset()
+	if ctx.Response.ImmediateHeaderFlush != wantAlone {
+		t.Errorf("ImmediateHeaderFlush %v, want %v", ctx.Response.ImmediateHeaderFlush, wantAlone)
+	}
+	if _, err := conn.Write([]byte("head")); err != nil {
+		t.Fatal(err)
+	}
+	var info *unix.TCPInfo
+	var cork int
+	rc, _ := conn.(*lazyconn.Conn).SyscallConn()
+	_ = rc.Control(func(fd uintptr) {
+		info, _ = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+		cork, _ = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_CORK)
+	})
+	if held := info.Notsent_bytes > 0; held != wantCork || (cork == 1) != wantCork {
+		t.Errorf("first write held %v, TCP_CORK %d; want corked %v", held, cork, wantCork)
 	}
 }
 

@@ -40,7 +40,6 @@ func Fast(h Handler, onError func(Exchange, error), isTLS bool) fasthttp.Request
 			onError(x, err)
 		}
 		x.finish()
-		x.cork()
 		hdr := x.hdr
 		hdr.reset()
 		*x = fastExchange{hdr: hdr} // the header's buffers survive the pool
@@ -302,13 +301,16 @@ func moreConn(c net.Conn) *lazyconn.Conn {
 // server serving Fast's handler must not use a larger one.
 const FastWriteBufferSize = 4096
 
-// cork lets a response larger than fasthttp's write buffer leave in full
-// segments, as nginx's tcp_nopush does: its first write is not its last,
-// so the first goes under TCP_CORK and the cork is cleared after the next
-// one (the rest of a body in memory) or the sendfile of a file.
-func (x *fastExchange) cork() {
-	r := &x.ctx.Response
-	if x.tls || r.SkipBody || x.ctx.IsHead() {
+// CorkFast lets the response of ctx, when it is larger than fasthttp's
+// write buffer, leave in full segments, as nginx's tcp_nopush does: its
+// first write is not its last, so the first goes under TCP_CORK and the
+// cork is cleared after the next one (the rest of a body in memory) or
+// the sendfile of a file. Call it once the response is final, on a plain
+// connection (it does nothing under TLS). The listener does for
+// tcp_nopush; on loopback the cork costs more CPU than it saves.
+func CorkFast(ctx *fasthttp.RequestCtx) {
+	r := &ctx.Response
+	if r.SkipBody || ctx.IsHead() {
 		return
 	}
 	var n int
@@ -323,7 +325,7 @@ func (x *fastExchange) cork() {
 	if n <= FastWriteBufferSize {
 		return
 	}
-	if c := moreConn(x.ctx.Conn()); c != nil {
+	if c := moreConn(ctx.Conn()); c != nil {
 		c.CorkNext()
 		// A file's head goes alone, so that sendfile starts at the
 		// region's first page, as nginx's does: the kernel then packs
@@ -331,6 +333,7 @@ func (x *fastExchange) cork() {
 		r.ImmediateHeaderFlush = file
 	}
 }
+
 func (x *fastExchange) Stream(size int64, fn func(w StreamWriter) error) {
 	x.ResetBody()
 	x.stream = true
