@@ -119,6 +119,12 @@ type Listener struct {
 	// H2C enables cleartext HTTP/2 (prior knowledge and Upgrade) on a
 	// listener without TLS. HCL `h2c`, default false.
 	H2C bool `json:"h2c"`
+	// TCPNoPush sends a large HTTP/1.1 response (a body over 4 KiB) in
+	// full TCP segments, under TCP_CORK from its head to its last byte, as
+	// nginx's tcp_nopush does: fewer packets on a network, but more
+	// server CPU on loopback. Linux, plain HTTP/1.1. HCL `tcp_nopush`,
+	// default false.
+	TCPNoPush bool `json:"tcp_nopush"`
 	// HTTP3 also serves HTTP/3 (QUIC) on the same port over UDP, and
 	// advertises it to HTTP/1.1 and HTTP/2 clients with Alt-Svc. Only on a
 	// TLS address. HCL `http3`, default false.

@@ -46,6 +46,9 @@ type ListenerOptions struct {
 	H2C bool
 	// HTTP3 also serves HTTP/3 on the port over UDP (h3.go); TLS only.
 	HTTP3 bool
+	// TCPNoPush corks large HTTP/1.1 responses on plain connections
+	// (exchange.CorkFast).
+	TCPNoPush bool
 }
 
 // listener is one listening socket and the engines behind it. It
@@ -205,6 +208,7 @@ func (l *listener) newFast(h exchange.Handler) *fasthttp.Server {
 		WriteTimeout:                 o.WriteTimeout,
 		IdleTimeout:                  o.IdleTimeout,
 		ReadBufferSize:               int(o.MaxHeaderBytes),
+		WriteBufferSize:              exchange.FastWriteBufferSize,
 		MaxRequestBodySize:           int(o.MaxRequestBody),
 		Concurrency:                  o.MaxConns,
 		CloseOnShutdown:              true,
@@ -399,6 +403,9 @@ func (l *listener) fastHandler(next fasthttp.RequestHandler) fasthttp.RequestHan
 			return
 		}
 		next(ctx)
+		if l.opts.TCPNoPush && !l.opts.TLS {
+			exchange.CorkFast(ctx)
+		}
 		if ctx.Response.StatusCode() >= 400 && ctx.Response.ConnectionClose() {
 			linger(ctx.Conn())
 		}

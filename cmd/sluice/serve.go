@@ -146,6 +146,7 @@ func run(opts host.InstanceOptions, log *slog.Logger) int {
 		_, _ = handover.Notify("STATUS=" + firstLine(err.Error()))
 		return 1
 	}
+	trimStartup()
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1, syscall.SIGUSR2)
 	if err := pidFile.write(); err != nil {
@@ -169,6 +170,7 @@ func run(opts host.InstanceOptions, log *slog.Logger) int {
 		switch sig {
 		case syscall.SIGHUP:
 			_ = inst.Reload()
+			trimStartup() // the new config's parsing touched the same pages
 			continue
 		case syscall.SIGUSR1: // log rotation: reopen the access log file
 			if err := inst.ReopenLogs(); err != nil {

@@ -180,3 +180,19 @@ func StatusOf(err error) int {
 	}
 	return 500
 }
+
+// FileAtSender is an Exchange that sends a region of a file shared
+// between requests (an open-file cache) with sendfile(2), reading and
+// sending at its own offsets and never moving the file's. Engines
+// without sendfile (TLS, HTTP/2, HTTP/3) need not implement it; callers
+// check with a type assertion and SendsFiles, and otherwise send the
+// bytes another way.
+type FileAtSender interface {
+	// SendsFiles reports whether SendFileAt would use sendfile(2) for
+	// this exchange.
+	SendsFiles() bool
+	// SendFileAt sends n bytes of f starting at off as the body, like
+	// SendFile, and calls done.Close instead of closing f once written
+	// (or at once for HEAD, or when the body is replaced).
+	SendFileAt(f *os.File, off, n int64, done io.Closer)
+}

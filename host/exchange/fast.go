@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/sluicehq/sluice/host/internal/lazyconn"
 	"github.com/sluicehq/sluice/host/internal/sockpeek"
 	"github.com/valyala/fasthttp"
 )
@@ -200,24 +201,139 @@ func (x *fastExchange) Write(p []byte) (int, error) {
 	return x.ctx.Response.BodyWriter().Write(p)
 }
 func (x *fastExchange) SendFile(f *os.File, off, n int64) {
+	x.sendFile(f, off, n, f)
+}
+
+// SendsFiles reports whether the connection is plain TCP under lazyconn,
+// which sends a fileBody with sendfile(2) (not TLS).
+func (x *fastExchange) SendsFiles() bool { return !x.tls && moreConn(x.ctx.Conn()) != nil }
+
+// SendFileAt sends the file region through the same path as SendFile,
+// from its own offsets, and calls done.Close instead of closing f.
+func (x *fastExchange) SendFileAt(f *os.File, off, n int64, done io.Closer) {
+	x.sendFile(f, off, n, done)
+}
+
+// sendFile makes a fileBody the body stream. fasthttp hands it to the
+// connection's ReadFrom (lazyconn sends it with sendfile(2) at the
+// body's offset) or, on TLS, reads it with pread.
+func (x *fastExchange) sendFile(f *os.File, off, n int64, done io.Closer) {
 	x.ResetBody()
 	if x.ctx.IsHead() {
-		f.Close()
+		_ = done.Close()
 		x.ctx.Response.SkipBody = true
 		x.ctx.Response.Header.SetContentLength(int(n))
 		x.stream = true
 		return
 	}
-	if off != 0 {
-		if _, err := f.Seek(off, io.SeekStart); err != nil {
-			f.Close()
-			x.ctx.Response.SetStatusCode(fasthttp.StatusInternalServerError)
-			return
+	b := fileBodyPool.Get().(*fileBody)
+	b.f, b.off, b.n, b.done = f, off, n, done
+	x.stream = true
+	x.ctx.Response.SetBodyStream(b, int(n))
+}
+
+// fileBody is the body of SendFile on the fast engine: a file region
+// (lazyconn.FileRegion) read with ReadAt and sent with sendfile(2) at its
+// own offsets, never the file's, so a descriptor shared between requests
+// is safe. fasthttp closes it once written, or when the body is replaced.
+type fileBody struct {
+	f      *os.File
+	off, n int64
+	done   io.Closer
+}
+
+var fileBodyPool = sync.Pool{New: func() any { return new(fileBody) }}
+
+func (b *fileBody) Read(p []byte) (int, error) {
+	if b.n <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.n {
+		p = p[:b.n]
+	}
+	m, err := b.f.ReadAt(p, b.off)
+	b.Advance(int64(m))
+	if err == io.EOF {
+		if m > 0 {
+			err = nil
+		} else {
+			err = io.ErrUnexpectedEOF // shorter than said
 		}
 	}
-	x.stream = true
-	x.ctx.Response.SetBodyStream(f, int(n))
+	return m, err
 }
+
+func (b *fileBody) Region() (*os.File, int64, int64) { return b.f, b.off, b.n }
+func (b *fileBody) Advance(n int64)                  { b.off += n; b.n -= n }
+
+func (b *fileBody) Close() error {
+	if b.done == nil {
+		return nil
+	}
+	err := b.done.Close()
+	*b = fileBody{}
+	fileBodyPool.Put(b)
+	return err
+}
+
+// moreConn finds the lazyconn.Conn under a plain HTTP/1.1 connection,
+// through the listener's wrappers (sniffing, limiting), but not under
+// TLS, whose records it does not see.
+func moreConn(c net.Conn) *lazyconn.Conn {
+	for range 4 {
+		switch t := c.(type) {
+		case *lazyconn.Conn:
+			return t
+		case *tls.Conn:
+			return nil
+		case interface{ NetConn() net.Conn }:
+			c = t.NetConn()
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// FastWriteBufferSize is the fasthttp.Server WriteBufferSize that Fast's
+// handler assumes (fasthttp's default): a response whose body is larger
+// goes out in more than one write, so its first write may be corked. A
+// server serving Fast's handler must not use a larger one.
+const FastWriteBufferSize = 4096
+
+// CorkFast lets the response of ctx, when it is larger than fasthttp's
+// write buffer, leave in full segments, as nginx's tcp_nopush does: its
+// first write is not its last, so the first goes under TCP_CORK and the
+// cork is cleared after the next one (the rest of a body in memory) or
+// the sendfile of a file. Call it once the response is final, on a plain
+// connection (it does nothing under TLS). The listener does for
+// tcp_nopush; on loopback the cork costs more CPU than it saves.
+func CorkFast(ctx *fasthttp.RequestCtx) {
+	r := &ctx.Response
+	if r.SkipBody || ctx.IsHead() {
+		return
+	}
+	var n int
+	file := false
+	if s, ok := r.BodyStream().(*fileBody); ok {
+		n, file = int(s.n), true
+	} else if r.IsBodyStream() {
+		return
+	} else {
+		n = len(r.Body())
+	}
+	if n <= FastWriteBufferSize {
+		return
+	}
+	if c := moreConn(ctx.Conn()); c != nil {
+		c.CorkNext()
+		// A file's head goes alone, so that sendfile starts at the
+		// region's first page, as nginx's does: the kernel then packs
+		// whole pages into full segments, not a head and a page's tail.
+		r.ImmediateHeaderFlush = file
+	}
+}
+
 func (x *fastExchange) Stream(size int64, fn func(w StreamWriter) error) {
 	x.ResetBody()
 	x.stream = true

@@ -43,6 +43,10 @@ type entry struct {
 	dyn     [nEnc]atomic.Pointer[variant]
 	mu      sync.Mutex // serializes on-the-fly compression
 
+	// file is the open-file cache's descriptor (openfile.go), set only
+	// while the entry is cached.
+	file atomic.Pointer[sharedFile]
+
 	ref     atomic.Bool  // clock bit for eviction
 	mem     atomic.Int64 // bytes held, as counted by the cache
 	inCache bool         // guarded by the shard lock
@@ -313,6 +317,7 @@ func (c *cache) put(e *entry) {
 	s.mu.Lock()
 	if old := s.m[e.key]; old != nil {
 		old.inCache = false
+		old.dropFile()
 		c.entries.Add(-1)
 		c.bytes.Add(-old.mem.Load())
 	}
@@ -343,10 +348,20 @@ func (c *cache) remove(e *entry) {
 	if s.m[e.key] == e {
 		delete(s.m, e.key)
 		e.inCache = false
+		e.dropFile()
 		c.entries.Add(-1)
 		c.bytes.Add(-e.mem.Load())
 	}
 	s.mu.Unlock()
+}
+
+// install sets e's open-file descriptor if e is still cached and has
+// none; the cache's reference is then s's.
+func (c *cache) install(e *entry, s *sharedFile) bool {
+	sh := c.shard([]byte(e.key))
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return e.inCache && e.file.CompareAndSwap(nil, s)
 }
 
 func (c *cache) over() bool {
@@ -375,6 +390,7 @@ func (c *cache) maybeEvict() {
 			}
 			delete(s.m, k)
 			e.inCache = false
+			e.dropFile()
 			c.entries.Add(-1)
 			c.bytes.Add(-e.mem.Load())
 		}
@@ -388,6 +404,7 @@ func (c *cache) clear() {
 		s.mu.Lock()
 		for k, e := range s.m {
 			e.inCache = false
+			e.dropFile()
 			delete(s.m, k)
 		}
 		s.mu.Unlock()

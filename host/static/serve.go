@@ -149,6 +149,9 @@ func (h *Handler) validatorHeaders(x exchange.Exchange, e *entry, etag []byte) {
 
 // sendWhole sends the whole identity body.
 func (h *Handler) sendWhole(x exchange.Exchange, e *entry, head bool, pre **os.File) error {
+	if !head && *pre == nil && e.body == nil && h.sendShared(x, e, 0, e.id.Size) {
+		return nil
+	}
 	switch {
 	case e.body != nil:
 		x.SetBody(e.body)
@@ -221,6 +224,11 @@ func (h *Handler) serveRange(x exchange.Exchange, e *entry, spec []byte, pre **o
 		b = strconv.AppendInt(b, r.end, 10)
 		b = append(b, '/')
 		b = strconv.AppendInt(b, size, 10)
+		if e.body == nil && *pre == nil && h.sendShared(x, e, r.start, r.length()) {
+			x.SetResponseHeaderBytes("Content-Range", b)
+			x.SetStatus(http.StatusPartialContent)
+			return true, nil
+		}
 		if e.body == nil {
 			f, err := h.takeFile(e, pre)
 			if err != nil {

@@ -59,8 +59,9 @@ type Options struct {
 	// Headers are added to every response of the route.
 	Headers map[string]string
 	// MemCacheMaxFile is the largest file whose bytes are kept in memory,
-	// in bytes; larger files are sent with sendfile(2) from a fresh
-	// descriptor per request. 0 means 256 KiB; negative means none.
+	// in bytes; larger files are sent with sendfile(2), from the open-file
+	// cache's descriptor (openfile.go) or a fresh one per request. 0 means
+	// 256 KiB; negative means none.
 	MemCacheMaxFile int64
 	// MemCacheMaxBytes bounds the file bytes (and compressed variants)
 	// kept in memory, evicting the least recently used. 0 means 64 MiB.
@@ -76,7 +77,7 @@ const (
 	DefaultCompressMinSize  = 1024
 	DefaultMemCacheMaxFile  = 256 << 10
 	DefaultMemCacheMaxBytes = 64 << 20
-	// MaxCachedPaths bounds the entries of the open-file cache.
+	// MaxCachedPaths bounds the entries of the cache.
 	MaxCachedPaths = 10000
 )
 

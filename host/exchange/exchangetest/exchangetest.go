@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/internal/lazyconn"
 	"github.com/valyala/fasthttp"
 )
 
@@ -71,7 +72,7 @@ func listen(t testing.TB) net.Listener {
 func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 func startFast(t testing.TB, h exchange.Handler) Engine {
-	ln := listen(t)
+	ln := lazyconn.Listener{Listener: listen(t)} // as the host's listeners
 	srv := &fasthttp.Server{
 		Handler:                       exchange.Fast(h, RenderError, false),
 		Name:                          "sluice",
@@ -80,6 +81,7 @@ func startFast(t testing.TB, h exchange.Handler) Engine {
 		DisableHeaderNamesNormalizing: false,
 		ReadTimeout:                   10 * time.Second,
 		StreamRequestBody:             true, // as the host's listeners
+		WriteBufferSize:               exchange.FastWriteBufferSize,
 	}
 	go srv.Serve(ln)
 	t.Cleanup(func() { _ = srv.Shutdown() })

@@ -19,6 +19,9 @@ type Conn struct {
 	rd, wd deadline
 
 	ww writeWait // WriteWait's state; see writewait_unix.go
+	sf sendState // sendfile and TCP_CORK state; see sendfile_linux.go
+
+	next atomic.Int32 // how the next Write goes out: nextPlain, nextCork (region.go)
 
 	linger atomic.Bool // Close lingers (linger.go)
 }
@@ -38,6 +41,7 @@ func Wrap(c net.Conn) net.Conn {
 	if tc, ok := c.(*net.TCPConn); ok {
 		lc := &Conn{TCPConn: tc}
 		lc.ww.init(tc)
+		lc.sf.init(tc)
 		return lc
 	}
 	return c
@@ -157,6 +161,15 @@ func (c *Conn) Read(p []byte) (int, error) {
 
 // Write writes like (*net.TCPConn).Write, its deadline the caller's.
 func (c *Conn) Write(p []byte) (int, error) {
+	if c.next.Load() != nextPlain || c.sf.corked {
+		if n, err, ok := c.writeNext(p); ok {
+			return n, err
+		}
+	}
+	return c.write(p)
+}
+
+func (c *Conn) write(p []byte) (int, error) {
 	written := 0
 	for range maxRearm {
 		n, err := c.TCPConn.Write(p[written:])
@@ -169,10 +182,14 @@ func (c *Conn) Write(p []byte) (int, error) {
 	return written + n, err
 }
 
-// ReadFrom keeps sendfile(2) and splice(2). A reader's bytes cannot be
-// handed back after a timeout, so the wanted deadline is armed first.
+// ReadFrom keeps sendfile(2) and splice(2), and sends a FileRegion with
+// sendfile(2) at the region's offset. A reader's bytes cannot be handed
+// back after a timeout, so the wanted deadline is armed first.
 func (c *Conn) ReadFrom(r io.Reader) (int64, error) {
 	c.arm(true)
+	if n, err, ok := c.sendRegion(r); ok {
+		return n, err
+	}
 	return c.TCPConn.ReadFrom(r)
 }
 

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package main
+
+// trimStartup does nothing outside Linux.
+func trimStartup() {}
