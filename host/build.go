@@ -114,12 +114,16 @@ func buildSite(cfg *config.Config, s *config.Site, d Deps, g *Generation) (*rout
 	if err != nil {
 		return nil, fmt.Errorf("site %q: %w", s.Name, err)
 	}
+	shared, err := sharedStore(cfg)
+	if err != nil {
+		return nil, err
+	}
 	for _, r := range s.Routes {
 		h, err := buildRoute(r, d, g)
 		if err != nil {
 			return nil, fmt.Errorf("site %q: route %q: %w", s.Name, r.Path, err)
 		}
-		inner, outer, err := gatewayFor(r)
+		inner, outer, err := gatewayFor(r, shared, s.Name)
 		if err != nil {
 			return nil, fmt.Errorf("site %q: route %q: %w", s.Name, r.Path, err)
 		}

@@ -1,0 +1,39 @@
+package host
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/host/store"
+)
+
+// sharedStore opens the config's `store` block, or returns nil without
+// one. Open keeps one pool per distinct block for the process, so every
+// generation that keeps the block keeps the connections.
+func sharedStore(cfg *config.Config) (*store.Store, error) {
+	c := cfg.Store
+	if c == nil {
+		return nil, nil
+	}
+	o := store.Options{Address: c.Address, Username: c.Username, Password: c.Password, Prefix: c.Prefix, Timeout: c.Timeout}
+	if t := c.TLS; t != nil {
+		o.TLS = &store.TLSOptions{CAFile: t.CA, ServerName: t.ServerName, CertFile: t.Cert, KeyFile: t.Key, InsecureSkipVerify: t.InsecureSkipVerify}
+	}
+	return store.Open(o)
+}
+
+// storeErrors exports store.Errors as sluice_store_errors_total, one
+// series per operation, all present from the start.
+type storeErrors struct{}
+
+var storeErrorsDesc = prometheus.NewDesc("sluice_store_errors_total",
+	"Calls to the shared store (store \"redis\") that failed, by operation: rate_limit (the request was then decided by on_store_error), acme, ping.",
+	[]string{"operation"}, nil)
+
+func (storeErrors) Describe(ch chan<- *prometheus.Desc) { ch <- storeErrorsDesc }
+
+func (storeErrors) Collect(ch chan<- prometheus.Metric) {
+	for _, op := range store.Ops {
+		ch <- prometheus.MustNewConstMetric(storeErrorsDesc, prometheus.CounterValue, float64(store.Errors(op)), op)
+	}
+}

@@ -1,0 +1,155 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+)
+
+func newStore(t *testing.T) (*Store, *miniredis.Miniredis) {
+	t.Helper()
+	m := miniredis.RunT(t)
+	s, err := Open(Options{Address: m.Addr(), Prefix: t.Name() + ":", Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, m
+}
+
+func TestOpenSharesOnePool(t *testing.T) {
+	o := Options{Address: "127.0.0.1:1", Prefix: "x:"}
+	a, _ := Open(o)
+	b, _ := Open(o)
+	o.Prefix = "y:"
+	c, _ := Open(o)
+	if a != b || a == c {
+		t.Fatalf("same options share a store, others do not: %p %p %p", a, b, c)
+	}
+}
+
+func TestTakeBurstThenWait(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	tests := []struct {
+		want, got int
+	}{
+		{want: 3, got: 3}, // of a burst of 5
+		{want: 3, got: 2},
+		{want: 1, got: 0},
+	}
+	for i, tt := range tests {
+		got, wait, err := s.Take(ctx, "k", 1, 5, tt.want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tt.got {
+			t.Fatalf("take %d: got %d tokens, want %d", i, got, tt.got)
+		}
+		if got == 0 && (wait <= 0 || wait > time.Second) {
+			t.Fatalf("take %d: wait %v, want within (0, 1s]", i, wait)
+		}
+	}
+	// Another key has its own bucket.
+	if got, _, _ := s.Take(ctx, "other", 1, 5, 5); got != 5 {
+		t.Fatalf("other key: got %d, want 5", got)
+	}
+}
+
+func TestBlobs(t *testing.T) {
+	s, m := newStore(t)
+	ctx := context.Background()
+	if _, err := s.Get(ctx, "a"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("get of nothing: %v, want ErrNotFound", err)
+	}
+	if err := s.Put(ctx, "a", []byte("cert")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m.Get(t.Name() + ":a"); got != "cert" {
+		t.Fatalf("stored %q under the prefix, want cert", got)
+	}
+	if b, err := s.Get(ctx, "a"); err != nil || string(b) != "cert" {
+		t.Fatalf("get: %q %v", b, err)
+	}
+	if err := s.Delete(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, "a"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("get after delete: %v", err)
+	}
+}
+
+func TestLock(t *testing.T) {
+	s, m := newStore(t)
+	ctx := context.Background()
+	tok, ok, err := s.TryLock(ctx, "order:a", time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("first lock: %v %v", ok, err)
+	}
+	if _, ok, _ := s.TryLock(ctx, "order:a", time.Minute); ok {
+		t.Fatal("a held lock was taken twice")
+	}
+	// A stale holder (wrong token) cannot free another's lock.
+	if err := s.Unlock(ctx, "order:a", "not-the-token"); err != nil {
+		t.Fatal(err)
+	}
+	if held, _ := s.Locked(ctx, "order:a"); !held {
+		t.Fatal("unlock with a wrong token freed the lock")
+	}
+	if err := s.Unlock(ctx, "order:a", tok); err != nil {
+		t.Fatal(err)
+	}
+	if held, _ := s.Locked(ctx, "order:a"); held {
+		t.Fatal("unlock with the token left the lock")
+	}
+	// Expiry frees a lock whose holder went away.
+	if _, ok, _ := s.TryLock(ctx, "order:b", time.Second); !ok {
+		t.Fatal("lock b")
+	}
+	m.FastForward(2 * time.Second)
+	if _, ok, _ := s.TryLock(ctx, "order:b", time.Second); !ok {
+		t.Fatal("an expired lock was not free")
+	}
+}
+
+func TestErrorsCounted(t *testing.T) {
+	s, m := newStore(t)
+	m.Close()
+	before := Errors(OpRateLimit)
+	if _, _, err := s.Take(context.Background(), "k", 1, 1, 1); err == nil {
+		t.Fatal("take from a stopped server succeeded")
+	}
+	if Errors(OpRateLimit) != before+1 {
+		t.Fatalf("errors %d, want %d", Errors(OpRateLimit), before+1)
+	}
+}
+
+func TestDeadline(t *testing.T) {
+	// A server that accepts and never answers: the call ends at the
+	// store's timeout, not later.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	s, _ := Open(Options{Address: ln.Addr().String(), Prefix: "slow:", Timeout: 50 * time.Millisecond})
+	start := time.Now()
+	if _, _, err := s.Take(context.Background(), "k", 1, 1, 1); err == nil {
+		t.Fatal("take from a stalled server succeeded")
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Fatalf("call took %v with a 50ms timeout", d)
+	}
+}
