@@ -57,7 +57,7 @@ fuzz: ## run every fuzz target for FUZZTIME each
 	done
 
 .PHONY: conformance
-conformance: ## black-box suites with real peers (TCK, h2spec, Prometheus, Jaeger, Pebble)
+conformance: ## black-box suites with real peers (TCK, h2spec, Prometheus, Jaeger, Pebble, Redis)
 	$(GO) test -count=1 -tags conformance -timeout 20m ./conformance/...
 
 .PHONY: wasm

@@ -210,6 +210,11 @@ func (l *Limiter) Decide(x exchange.Exchange) (Verdict, time.Duration) {
 // allowShared spends the key's local allowance, or takes a new one from
 // the store. h picks the local bucket (seeded per process); stable names
 // the shared one (the same on every instance).
+//
+// One request at a time per key fetches an allowance (tokens = -1 marks
+// the fetch in flight); the others that find none meanwhile take one
+// token each for themselves. So an instance never holds more than one
+// allowance unspent, and none is thrown away.
 func (l *Limiter) allowShared(h, stable uint64, now int64) (Verdict, time.Duration) {
 	if h == 0 {
 		h = 1
@@ -217,36 +222,42 @@ func (l *Limiter) allowShared(h, stable uint64, now int64) (Verdict, time.Durati
 	s := &l.sets[(h>>32^h)&l.mask]
 	s.mu.Lock()
 	b := s.lease(h)
-	if b.tokens >= 1 && now-b.last < leaseTTL {
+	fresh := now-b.last < leaseTTL
+	if b.tokens >= 1 && fresh {
 		b.tokens--
 		s.mu.Unlock()
 		return Admit, 0
 	}
-	s.mu.Unlock()
 	if now < l.downUntil.Load() {
+		s.mu.Unlock()
 		return l.storeFailed()
 	}
+	want := 1
+	if b.tokens >= 0 || !fresh {
+		b.tokens, b.last, want = -1, now, l.allowance
+	}
+	s.mu.Unlock()
+
 	var key [16]byte
 	hex.Encode(key[:], binaryBE(stable))
-	got, wait, err := l.shared.Take(context.Background(), l.name+":"+string(key[:]), l.rps, int(l.burst), l.allowance)
+	got, wait, err := l.shared.Take(context.Background(), l.name+":"+string(key[:]), l.rps, int(l.burst), want)
+	if want > 1 {
+		s.mu.Lock()
+		if b := s.lease(h); b.tokens < 0 {
+			b.tokens = 0
+			if got > 1 {
+				b.tokens = float64(min(got, l.allowance) - 1)
+				b.last = now
+			}
+		}
+		s.mu.Unlock()
+	}
 	if err != nil {
 		l.downUntil.Store(now + storeBackoff)
 		return l.storeFailed()
 	}
 	if got == 0 {
 		return Over, wait
-	}
-	if got > 1 {
-		s.mu.Lock()
-		b := s.lease(h)
-		if now-b.last >= leaseTTL {
-			b.tokens = 0
-		}
-		// Tokens beyond one allowance are dropped, never kept: what an
-		// instance holds unspent is what the limit may over-admit.
-		b.tokens = math.Min(b.tokens+float64(got-1), float64(l.allowance-1))
-		b.last = now
-		s.mu.Unlock()
 	}
 	return Admit, 0
 }
