@@ -1,7 +1,11 @@
 package host
 
 import (
+	"context"
+	"errors"
+
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/crypto/acme/autocert"
 
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/host/store"
@@ -36,4 +40,24 @@ func (storeErrors) Collect(ch chan<- prometheus.Metric) {
 	for _, op := range store.Ops {
 		ch <- prometheus.MustNewConstMetric(storeErrorsDesc, prometheus.CounterValue, float64(store.Errors(op)), op)
 	}
+}
+
+// acmeCache is the store as ACME storage (tlsconf.Storage): keys under
+// "acme:", a missing one autocert's cache miss.
+type acmeCache struct{ s *store.Store }
+
+func (c acmeCache) Get(ctx context.Context, key string) ([]byte, error) {
+	b, err := c.s.Get(ctx, "acme:"+key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, autocert.ErrCacheMiss
+	}
+	return b, err
+}
+
+func (c acmeCache) Put(ctx context.Context, key string, data []byte) error {
+	return c.s.Put(ctx, "acme:"+key, data)
+}
+
+func (c acmeCache) Delete(ctx context.Context, key string) error {
+	return c.s.Delete(ctx, "acme:"+key)
 }

@@ -139,9 +139,16 @@ func (s *syncBuilder) String() string {
 func startSluice(t testing.TB, cfg string, env ...string) *instance {
 	t.Helper()
 	site, admin := freePort(t), freePort(t)
+	return runSluice(t, fmt.Sprintf(cfg, site, admin), site, admin, env...)
+}
+
+// runSluice runs sluice on the config text, whose site and admin
+// listeners are on those ports.
+func runSluice(t testing.TB, text string, site, admin int, env ...string) *instance {
+	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "sluice.hcl")
-	if err := os.WriteFile(file, fmt.Appendf(nil, cfg, site, admin), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(sluiceBin, "serve", "-c", file)
@@ -221,3 +228,5 @@ func (r *redis) flush(t testing.TB) {
 	fmt.Fprint(c, "FLUSHALL\r\n")
 	bufio.NewReader(c).ReadString('\n')
 }
+
+func execCommand(bin string, args ...string) *exec.Cmd { return exec.Command(bin, args...) }
