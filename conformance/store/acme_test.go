@@ -22,7 +22,6 @@ import (
 
 const pebbleVersion = "v2.10.3" // as conformance/tls
 
-
 // startProc runs a helper until the test ends, its output in the log on
 // failure.
 func startProc(t *testing.T, env []string, bin string, args ...string) {
