@@ -2,12 +2,17 @@ package store
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+
+	"github.com/sluicehq/sluice/host/tlsconf/tlstest"
 )
 
 func newStore(t *testing.T) (*Store, *miniredis.Miniredis) {
@@ -151,5 +156,47 @@ func TestDeadline(t *testing.T) {
 	}
 	if d := time.Since(start); d > 500*time.Millisecond {
 		t.Fatalf("call took %v with a 50ms timeout", d)
+	}
+}
+
+func TestAuthAndTLS(t *testing.T) {
+	ca := tlstest.NewCA(t, tlstest.ECDSA)
+	srv := ca.Server(t, "127.0.0.1")
+	m, err := miniredis.RunTLS(&tls.Config{Certificates: []tls.Certificate{srv.TLS(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	m.RequireUserAuth("sluice", "s3cret")
+	dir := t.TempDir()
+	caPath := dir + "/ca.pem"
+	if err := os.WriteFile(caPath, ca.PEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		user, pw string
+		tls      *TLSOptions
+		ok       bool
+	}{
+		{"tls and the right password", "sluice", "s3cret", &TLSOptions{CAFile: caPath}, true},
+		{"a wrong password", "sluice", "nope", &TLSOptions{CAFile: caPath}, false},
+		{"an untrusted server", "sluice", "s3cret", &TLSOptions{}, false},
+		{"plain TCP to a TLS server", "sluice", "s3cret", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Open(Options{Address: m.Addr(), Username: tt.user, Password: tt.pw, TLS: tt.tls, Prefix: "auth:", Timeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.Ping(context.Background())
+			if (err == nil) != tt.ok {
+				t.Fatalf("ping: %v, want ok=%v", err, tt.ok)
+			}
+			if err != nil && strings.Contains(err.Error(), tt.pw) {
+				t.Fatalf("the error shows the password: %v", err)
+			}
+		})
 	}
 }
