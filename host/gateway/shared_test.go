@@ -114,49 +114,62 @@ func TestSharedAcrossInstances(t *testing.T) {
 
 func TestSharedStoreError(t *testing.T) {
 	for _, deny := range []bool{false, true} {
-		f := newFake(100)
-		f.fail = true
-		l, _ := gateway.NewLimiter(gateway.RateLimit{Rate: 1, Burst: 1, Shared: f, Name: "x", DenyOnError: deny})
-		for _, e := range exchangetest.Engines(t, gateway.Wrap(ok, l, nil)) {
-			if e.Name != "std" {
-				continue
-			}
+		// One limiter per engine, behind one handler that picks it.
+		limiters := map[string]*gateway.Limiter{}
+		fakes := map[string]*fakeShared{}
+		var mu sync.Mutex
+		h := exchange.HandlerFunc(func(x exchange.Exchange) error {
+			mu.Lock()
+			l := limiters[string(x.RequestHeader("X-Engine"))]
+			mu.Unlock()
+			return gateway.Wrap(ok, l, nil).ServeExchange(x)
+		})
+		for _, e := range exchangetest.Engines(t, h) {
+			f := newFake(100)
+			f.fail = true
+			l, _ := gateway.NewLimiter(gateway.RateLimit{Rate: 1, Burst: 1, Shared: f, Name: "x", DenyOnError: deny})
+			mu.Lock()
+			limiters[e.Name], fakes[e.Name] = l, f
+			mu.Unlock()
 			want := http.StatusOK
 			if deny {
 				want = http.StatusServiceUnavailable
 			}
 			for i := range 3 {
-				resp, err := e.Client.Get(e.URL + "/")
+				req, _ := http.NewRequest("GET", e.URL+"/", nil)
+				req.Header.Set("X-Engine", e.Name)
+				resp, err := e.Client.Do(req)
 				if err != nil {
 					t.Fatal(err)
 				}
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 				if resp.StatusCode != want {
-					t.Fatalf("deny=%v request %d: %d, want %d", deny, i, resp.StatusCode, want)
+					t.Fatalf("%s deny=%v request %d: %d, want %d", e.Name, deny, i, resp.StatusCode, want)
 				}
 				if deny && resp.Header.Get("Retry-After") != "1" {
-					t.Errorf("deny: Retry-After %q, want 1", resp.Header.Get("Retry-After"))
+					t.Errorf("%s deny: Retry-After %q, want 1", e.Name, resp.Header.Get("Retry-After"))
 				}
 			}
-		}
-		// After a failure the store is left alone for a moment, so a
-		// down store does not cost every request a dial.
-		if f.calls != 1 {
-			t.Errorf("deny=%v: %d store calls for 3 requests within the backoff, want 1", deny, f.calls)
+			// After a failure the store is left alone for a moment, so
+			// a down store does not cost every request a dial.
+			if f.calls != 1 {
+				t.Errorf("%s deny=%v: %d store calls for 3 requests within the backoff, want 1", e.Name, deny, f.calls)
+			}
 		}
 		// And asked again afterwards: recovery needs no restart.
+		l, f := limiters["std"], fakes["std"]
 		f.mu.Lock()
 		f.fail = false
 		f.mu.Unlock()
 		time.Sleep(150 * time.Millisecond)
-		h := exchange.Fast(exchange.HandlerFunc(func(x exchange.Exchange) error {
+		h2 := exchange.Fast(exchange.HandlerFunc(func(x exchange.Exchange) error {
 			if v, _ := l.Decide(x); v != gateway.Admit {
 				t.Errorf("deny=%v: after recovery %v, want Admit", deny, v)
 			}
 			return nil
 		}), exchangetest.RenderError, false)
-		h(fastCtx("192.0.2.1"))
+		h2(fastCtx("192.0.2.1"))
 		if f.calls != 2 {
 			t.Errorf("deny=%v: store not asked after the backoff (%d calls)", deny, f.calls)
 		}
