@@ -43,9 +43,9 @@ func startProc(t *testing.T, env []string, bin string, args ...string) {
 }
 
 // startPebble runs Pebble (and its DNS, answering 127.0.0.1 for every
-// name) validating HTTP-01 on httpPort, with 30-second certificates so
+// name) validating HTTP-01 on httpPort, with 60-second certificates so
 // that renewal (a third of the lifetime before expiry) happens within the
-// test. It returns the directory URL and the file of the CA that signed
+// test, with room for a slow first issuance before it. It returns the directory URL and the file of the CA that signed
 // Pebble's own HTTPS certificate, for SSL_CERT_FILE.
 func startPebble(t *testing.T, httpPort, tlsPort int) (dir, caFile string) {
 	bin := gotool.Install(t, "github.com/letsencrypt/pebble/v2/cmd/pebble", pebbleVersion)
@@ -68,7 +68,7 @@ func startPebble(t *testing.T, httpPort, tlsPort int) (dir, caFile string) {
 		"tlsPort":                 tlsPort,
 		"ocspResponderURL":        "",
 		"retryAfter":              map[string]int{"authz": 1, "order": 1},
-		"profiles":                map[string]any{"default": map[string]any{"description": "short", "validityPeriod": 30}},
+		"profiles":                map[string]any{"default": map[string]any{"description": "short", "validityPeriod": 60}},
 	}}
 	raw, _ := json.Marshal(cfg)
 	cfgFile := filepath.Join(tmp, "pebble.json")
@@ -180,7 +180,7 @@ func TestSharedACME(t *testing.T) {
 	if n := orders(); n != 1 {
 		t.Fatalf("%d orders for %s across three instances, want 1", n, name)
 	}
-	// The 30-second certificate is due 10 seconds before it expires.
+	// The 60-second certificate is due 20 seconds before it expires.
 	renewed := all(first, time.Until(first.NotAfter)+20*time.Second)
 	t.Logf("all three serve the renewed serial %s, valid until %s", renewed.SerialNumber, renewed.NotAfter.Format(time.TimeOnly))
 	if n := orders(); n != 2 {
