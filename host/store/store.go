@@ -289,14 +289,3 @@ func (s *Store) Unlock(ctx context.Context, name, token string) error {
 	}
 	return nil
 }
-
-// Locked reports whether anyone holds the lock name.
-func (s *Store) Locked(ctx context.Context, name string) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	n, err := s.c.Exists(ctx, s.prefix+"lock:"+name).Result()
-	if err = count(OpACME, err); err != nil {
-		return false, fmt.Errorf("store: lock %q: %w", name, err)
-	}
-	return n > 0, nil
-}

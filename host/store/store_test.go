@@ -101,13 +101,13 @@ func TestLock(t *testing.T) {
 	if err := s.Unlock(ctx, "order:a", "not-the-token"); err != nil {
 		t.Fatal(err)
 	}
-	if held, _ := s.Locked(ctx, "order:a"); !held {
+	if _, ok, _ := s.TryLock(ctx, "order:a", time.Minute); ok {
 		t.Fatal("unlock with a wrong token freed the lock")
 	}
 	if err := s.Unlock(ctx, "order:a", tok); err != nil {
 		t.Fatal(err)
 	}
-	if held, _ := s.Locked(ctx, "order:a"); held {
+	if _, ok, _ := s.TryLock(ctx, "order:a", time.Minute); !ok {
 		t.Fatal("unlock with the token left the lock")
 	}
 	// Expiry frees a lock whose holder went away.

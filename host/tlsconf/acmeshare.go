@@ -32,8 +32,6 @@ type Locker interface {
 	TryLock(ctx context.Context, name string, ttl time.Duration) (token string, ok bool, err error)
 	// Unlock releases name if token still holds it.
 	Unlock(ctx context.Context, name, token string) error
-	// Locked reports whether anyone holds name.
-	Locked(ctx context.Context, name string) (bool, error)
 }
 
 // orderLockTTL bounds how long one instance may take to order a
