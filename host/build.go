@@ -50,6 +50,9 @@ func Build(cfg *config.Config, d Deps) (_ *Generation, err error) {
 			g.close(d.Log)
 		}
 	}()
+	if err := checkStore(cfg, d.Log); err != nil {
+		return nil, err
+	}
 	sitesByAddr := map[string][]*route.Site{}
 	for _, s := range cfg.Sites {
 		rs, err := buildSite(cfg, s, d, g)

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/acme/autocert"
@@ -24,6 +25,22 @@ func sharedStore(cfg *config.Config) (*store.Store, error) {
 		o.TLS = &store.TLSOptions{CAFile: t.CA, ServerName: t.ServerName, CertFile: t.Cert, KeyFile: t.Key, InsecureSkipVerify: t.InsecureSkipVerify}
 	}
 	return store.Open(o)
+}
+
+// checkStore opens the config's store and asks it for an answer, once
+// per load, under its timeout. An unreachable store is no reason to
+// refuse a config (requests follow on_store_error until it answers), but
+// worth a warning; a store that cannot even be opened (a bad TLS file)
+// is.
+func checkStore(cfg *config.Config, log *slog.Logger) error {
+	s, err := sharedStore(cfg)
+	if err != nil || s == nil {
+		return err
+	}
+	if err := s.Ping(context.Background()); err != nil {
+		log.Warn("store: not answering; rate limits follow on_store_error until it does", "address", cfg.Store.Address, "error", err)
+	}
+	return nil
 }
 
 // storeErrors exports store.Errors as sluice_store_errors_total, one
