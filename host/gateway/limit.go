@@ -50,7 +50,7 @@ type RateLimit struct {
 	Name string
 	// Allowance is how many tokens one call to Shared may take for a key,
 	// spent locally before the next call; 0 means Rate/100 (the tokens
-	// of 10 ms), at least 1, at most Burst and 100. See RATIONALE.md,
+	// of 10 ms), at least 1, at most a quarter of Burst and 100. See RATIONALE.md,
 	// "Why may a global rate limit admit a little more than its rate?".
 	Allowance int
 	// DenyOnError refuses requests (503) while Shared cannot be asked;
@@ -165,7 +165,10 @@ func NewLimiter(c RateLimit) (*Limiter, error) {
 		l.shared, l.name, l.rps, l.deny = c.Shared, c.Name, c.Rate, c.DenyOnError
 		l.allowance = c.Allowance
 		if l.allowance <= 0 {
-			l.allowance = min(int(math.Ceil(c.Rate/100)), int(l.burst), 100)
+			// A quarter of the burst at most, so that one instance's
+			// allowance cannot hold a client's whole burst while the
+			// others refuse it.
+			l.allowance = min(int(math.Ceil(c.Rate/100)), int(l.burst)/4, 100)
 		}
 		l.allowance = max(l.allowance, 1)
 	}
