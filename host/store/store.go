@@ -221,15 +221,45 @@ func (s *Store) Take(ctx context.Context, key string, rate float64, burst, want 
 	return int(res[0]), time.Duration(res[1]) * time.Microsecond, nil
 }
 
+// acmeAttempts is how many times a blob or lock call is tried, each
+// under the timeout: they are off the request path, and a certificate
+// lost on its way to the store costs a second order at the CA.
+const acmeAttempts = 3
+
+// retry runs f up to acmeAttempts times, each with the store's deadline,
+// counting every failure.
+func (s *Store) retry(ctx context.Context, f func(ctx context.Context, attempt int) error) error {
+	var err error
+	for i := range acmeAttempts {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(time.Duration(i) * 100 * time.Millisecond):
+			}
+		}
+		c, cancel := context.WithTimeout(ctx, s.timeout)
+		err = f(c, i)
+		cancel()
+		if err == nil || errors.Is(err, redis.Nil) {
+			return err
+		}
+		count(OpACME, err)
+	}
+	return err
+}
+
 // Get returns the blob stored under name, or ErrNotFound.
 func (s *Store) Get(ctx context.Context, name string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	b, err := s.c.Get(ctx, s.prefix+name).Bytes()
+	var b []byte
+	err := s.retry(ctx, func(ctx context.Context, _ int) (err error) {
+		b, err = s.c.Get(ctx, s.prefix+name).Bytes()
+		return err
+	})
 	if errors.Is(err, redis.Nil) {
 		return nil, ErrNotFound
 	}
-	if err = count(OpACME, err); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("store: get %q: %w", name, err)
 	}
 	return b, nil
@@ -237,9 +267,10 @@ func (s *Store) Get(ctx context.Context, name string) ([]byte, error) {
 
 // Put stores data under name, with no expiry.
 func (s *Store) Put(ctx context.Context, name string, data []byte) error {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	if err := count(OpACME, s.c.Set(ctx, s.prefix+name, data, 0).Err()); err != nil {
+	err := s.retry(ctx, func(ctx context.Context, _ int) error {
+		return s.c.Set(ctx, s.prefix+name, data, 0).Err()
+	})
+	if err != nil {
 		return fmt.Errorf("store: put %q: %w", name, err)
 	}
 	return nil
@@ -247,9 +278,10 @@ func (s *Store) Put(ctx context.Context, name string, data []byte) error {
 
 // Delete removes name; removing what is not there is no error.
 func (s *Store) Delete(ctx context.Context, name string) error {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	if err := count(OpACME, s.c.Del(ctx, s.prefix+name).Err()); err != nil {
+	err := s.retry(ctx, func(ctx context.Context, _ int) error {
+		return s.c.Del(ctx, s.prefix+name).Err()
+	})
+	if err != nil {
 		return fmt.Errorf("store: delete %q: %w", name, err)
 	}
 	return nil
@@ -257,15 +289,26 @@ func (s *Store) Delete(ctx context.Context, name string) error {
 
 // TryLock takes the lock name for ttl unless another holder has it: SET
 // NX PX with a random token, which Unlock must present. ok is false when
-// the lock is held elsewhere.
+// the lock is held elsewhere. A retry after a lost answer finds its own
+// token and counts as taken.
 func (s *Store) TryLock(ctx context.Context, name string, ttl time.Duration) (token string, ok bool, err error) {
 	var b [16]byte
 	rand.Read(b[:])
 	token = hex.EncodeToString(b[:])
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	ok, err = s.c.SetNX(ctx, s.prefix+"lock:"+name, token, ttl).Result()
-	if err = count(OpACME, err); err != nil {
+	key := s.prefix + "lock:" + name
+	err = s.retry(ctx, func(ctx context.Context, attempt int) error {
+		var err error
+		if ok, err = s.c.SetNX(ctx, key, token, ttl).Result(); err != nil || ok || attempt == 0 {
+			return err
+		}
+		v, err := s.c.Get(ctx, key).Result()
+		ok = err == nil && v == token
+		if errors.Is(err, redis.Nil) {
+			err = nil
+		}
+		return err
+	})
+	if err != nil {
 		return "", false, fmt.Errorf("store: lock %q: %w", name, err)
 	}
 	return token, ok, nil
@@ -282,9 +325,10 @@ return 0
 
 // Unlock releases the lock name if token still holds it.
 func (s *Store) Unlock(ctx context.Context, name, token string) error {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	if err := count(OpACME, unlock.Run(ctx, s.c, []string{s.prefix + "lock:" + name}, token).Err()); err != nil {
+	err := s.retry(ctx, func(ctx context.Context, _ int) error {
+		return unlock.Run(ctx, s.c, []string{s.prefix + "lock:" + name}, token).Err()
+	})
+	if err != nil {
 		return fmt.Errorf("store: unlock %q: %w", name, err)
 	}
 	return nil

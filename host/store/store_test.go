@@ -200,3 +200,15 @@ func TestAuthAndTLS(t *testing.T) {
 		})
 	}
 }
+
+func TestBlobCallsRetried(t *testing.T) {
+	s, m := newStore(t)
+	m.Close()
+	before := Errors(OpACME)
+	if _, err := s.Get(context.Background(), "a"); err == nil || errors.Is(err, ErrNotFound) {
+		t.Fatalf("get from a stopped server: %v", err)
+	}
+	if got := Errors(OpACME) - before; got != acmeAttempts {
+		t.Fatalf("%d failures counted, want one per attempt (%d)", got, acmeAttempts)
+	}
+}
