@@ -10,7 +10,10 @@
 // limit when the requests an instance may admit locally for a key are
 // used up; host/tlsconf reads and writes certificates off the request
 // path. Every call to Redis carries a deadline (the store's timeout), and
-// every failure is counted (Errors) under the operation that failed.
+// every failure is counted (Errors) under the operation that failed. A
+// rate-limit call is tried once (the request is waiting); blob and lock
+// calls up to three times, since a certificate lost on its way to the
+// store would cost a second order at the CA.
 //
 // A Store is opened once per distinct block (Open) and lives as long as
 // the process, like the ACME managers that hold it: reloads that keep the
