@@ -45,9 +45,10 @@ func startProc(t *testing.T, env []string, bin string, args ...string) {
 // startPebble runs Pebble (and its DNS, answering 127.0.0.1 for every
 // name) validating HTTP-01 on httpPort, with 60-second certificates so
 // that renewal (a third of the lifetime before expiry) happens within the
-// test, with room for a slow first issuance before it. It returns the directory URL and the file of the CA that signed
+// test, with room for a slow first issuance before it. Pebble, its DNS
+// and their management APIs listen on the four ports p. It returns the directory URL and the file of the CA that signed
 // Pebble's own HTTPS certificate, for SSL_CERT_FILE.
-func startPebble(t *testing.T, httpPort, tlsPort int) (dir, caFile string) {
+func startPebble(t *testing.T, httpPort, tlsPort int, p []int) (dir, caFile string) {
 	bin := gotool.Install(t, "github.com/letsencrypt/pebble/v2/cmd/pebble", pebbleVersion)
 	chall := gotool.Install(t, "github.com/letsencrypt/pebble/v2/cmd/pebble-challtestsrv", pebbleVersion)
 	tmp := t.TempDir()
@@ -55,8 +56,8 @@ func startPebble(t *testing.T, httpPort, tlsPort int) (dir, caFile string) {
 	caFile = filepath.Join(tmp, "ca.pem")
 	os.WriteFile(caFile, ca.PEM, 0o600)
 	cert, key := ca.Server(t, "127.0.0.1", "localhost").Write(t, tmp, "pebble-")
-	addr := func() string { return fmt.Sprintf("127.0.0.1:%d", freePort(t)) }
-	dns, api, mgmt, challMgmt := addr(), addr(), addr(), addr()
+	addr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", p[i]) }
+	dns, api, mgmt, challMgmt := addr(0), addr(1), addr(2), addr(3)
 	startProc(t, nil, chall, "-dnsserver", dns, "-defaultIPv4", "127.0.0.1", "-defaultIPv6", "",
 		"-http01", "", "-https01", "", "-tlsalpn01", "", "-doh", "", "-management", challMgmt)
 	cfg := map[string]any{"pebble": map[string]any{
@@ -139,12 +140,12 @@ func leafOf(port int, name string) *x509.Certificate {
 func TestSharedACME(t *testing.T) {
 	const name = "shared.sluice.test"
 	r := startRedis(t)
-	tlsPorts := []int{freePort(t), freePort(t), freePort(t)}
-	plainPorts := []int{freePort(t), freePort(t), freePort(t)}
-	dir, caFile := startPebble(t, plainPorts[0], tlsPorts[0])
+	p := freePorts(t, 13)
+	tlsPorts, plainPorts, adminPorts := p[0:3], p[3:6], p[6:9]
+	dir, caFile := startPebble(t, plainPorts[0], tlsPorts[0], p[9:13])
 	var ins []*instance
 	for i := range 3 {
-		admin := freePort(t)
+		admin := adminPorts[i]
 		text := fmt.Sprintf(acmeConfig, r.Addr(), tlsPorts[i], plainPorts[i], admin, dir)
 		ins = append(ins, runSluice(t, text, tlsPorts[i], admin, "SSL_CERT_FILE="+caFile))
 	}

@@ -38,14 +38,22 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func freePort(t testing.TB) int {
+func freePort(t testing.TB) int { return freePorts(t, 1)[0] }
+
+// freePorts returns n distinct free loopback ports: all are held until
+// the last is picked, so none is handed out twice.
+func freePorts(t testing.TB, n int) []int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var ports []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ports
 }
 
 // redis is a redis-server the test owns: Stop and Start keep its port.
@@ -138,8 +146,8 @@ func (s *syncBuilder) String() string {
 // until the admin listener answers /readyz.
 func startSluice(t testing.TB, cfg string, env ...string) *instance {
 	t.Helper()
-	site, admin := freePort(t), freePort(t)
-	return runSluice(t, fmt.Sprintf(cfg, site, admin), site, admin, env...)
+	p := freePorts(t, 2)
+	return runSluice(t, fmt.Sprintf(cfg, p[0], p[1]), p[0], p[1], env...)
 }
 
 // runSluice runs sluice on the config text, whose site and admin
