@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -199,5 +200,35 @@ func benchLimiter(b *testing.B, l *gateway.Limiter) {
 	b.ReportAllocs()
 	for b.Loop() {
 		h(ctx)
+	}
+}
+
+// TestSharedHammer: many goroutines on one key never admit more than the
+// store granted, and lose at most one allowance (what is left unspent).
+func TestSharedHammer(t *testing.T) {
+	const tokens, allowance = 2000, 8
+	f := newFake(tokens)
+	l, _ := gateway.NewLimiter(gateway.RateLimit{Rate: 1e6, Burst: 1 << 20, Shared: f, Name: "h", Allowance: allowance})
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := fastCtx("203.0.113.50")
+			h := exchange.Fast(exchange.HandlerFunc(func(x exchange.Exchange) error {
+				if v, _ := l.Decide(x); v == gateway.Admit {
+					admitted.Add(1)
+				}
+				return nil
+			}), exchangetest.RenderError, false)
+			for range 250 {
+				h(ctx)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := admitted.Load(); n > tokens || n < tokens-(allowance-1) {
+		t.Fatalf("admitted %d of %d tokens granted, want within one allowance below", n, tokens)
 	}
 }
