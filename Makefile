@@ -48,6 +48,10 @@ bench-peers: build ## sluice beside nginx and Caddy (../shared/bench/peers --qui
 bench-proxy-tls: ## end-to-end TLS reverse proxy beside nginx (needs nginx, wrk, taskset)
 	./host/proxy/testdata/e2etls/run.sh 3 8
 
+.PHONY: bench-store
+bench-store: ## a global rate limit's cost: local buckets vs Redis under wrk (needs redis-server, wrk, taskset)
+	./conformance/store/testdata/wrk.sh 5 3
+
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME each
 	@set -e; for spec in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs grep -h -o '^func Fuzz[A-Za-z0-9_]*' /dev/null | sort -u | sed 's/func //'); do \
@@ -57,7 +61,7 @@ fuzz: ## run every fuzz target for FUZZTIME each
 	done
 
 .PHONY: conformance
-conformance: ## black-box suites with real peers (TCK, h2spec, Prometheus, Jaeger, Pebble)
+conformance: ## black-box suites with real peers (TCK, h2spec, Prometheus, Jaeger, Pebble, Redis)
 	$(GO) test -count=1 -tags conformance -timeout 20m ./conformance/...
 
 .PHONY: systemd-verify

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/url"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,7 +23,7 @@ import (
 func (d *decoder) config(b hcl.Body) *Config {
 	top := d.content(b, "top-level", hcl.Range{}, nil,
 		blockType("admin"), blockType("server"), labeled("listener", "address"),
-		blockType("telemetry"), labeled("filter", "name"), labeled("site", "name"))
+		blockType("telemetry"), labeled("filter", "name"), labeled("site", "name"), labeled("store", "kind"))
 	c := &Config{Server: defaultServer(), Telemetry: defaultTelemetry()}
 
 	// Filter names first: routes may reference filters defined below them.
@@ -38,6 +40,9 @@ func (d *decoder) config(b hcl.Body) *Config {
 	}
 	if blk := top.single("telemetry"); blk != nil {
 		c.Telemetry = d.telemetry(blk)
+	}
+	if blk := top.single("store"); blk != nil {
+		c.Store = d.store(blk)
 	}
 	seenListener := map[string]*Listener{}
 	seenFilter := map[string]*Filter{}
@@ -66,7 +71,7 @@ func (d *decoder) config(b hcl.Body) *Config {
 	unknownTop := false
 	if sb, ok := b.(*hclsyntax.Body); ok {
 		for _, blk := range sb.Blocks {
-			unknownTop = unknownTop || !contains([]string{"admin", "server", "listener", "telemetry", "filter", "site"}, blk.Type)
+			unknownTop = unknownTop || !contains([]string{"admin", "server", "listener", "telemetry", "filter", "site", "store"}, blk.Type)
 		}
 	}
 	// A misspelt site block is reported already; "no site" would be noise.
@@ -79,6 +84,15 @@ func (d *decoder) config(b hcl.Body) *Config {
 		})
 	}
 	d.check(c)
+	if c.Store != nil {
+		for _, s := range c.Sites {
+			for _, r := range s.Routes {
+				if r.RateLimit != nil && r.RateLimit.OnStoreError == "" {
+					r.RateLimit.OnStoreError = "allow"
+				}
+			}
+		}
+	}
 	// http3 needs TLS, which the sites decide (check computes l.TLS).
 	for _, l := range c.Listeners {
 		if l.HTTP3 && !l.TLS && len(l.Sites)+len(l.Redirects) > 0 {
@@ -106,6 +120,52 @@ func (d *decoder) admin(blk *hcl.Block) *Admin {
 	}
 	b.str("token", &a.Token)
 	return a
+}
+
+// store decodes the `store "redis" {}` block.
+func (d *decoder) store(blk *hcl.Block) *Store {
+	st := &Store{Kind: blk.Labels[0], Prefix: "sluice:", Timeout: 250 * time.Millisecond, Range: blk.DefRange}
+	if st.Kind != "redis" {
+		d.errorf(blk.LabelRanges[0], "Unknown store", "store %q is not a kind sluice knows; the one kind is \"redis\".%s", st.Kind, didYouMean(st.Kind, []string{"redis"}))
+	}
+	b := d.content(blk.Body, fmt.Sprintf("store %q", st.Kind), blk.DefRange,
+		[]string{"address", "username", "password", "prefix", "timeout"}, blockType("tls"))
+	if b.require("address") && b.str("address", &st.Address) {
+		if host, port, err := net.SplitHostPort(st.Address); err != nil || host == "" {
+			d.errorf(b.rng("address"), "Invalid address", "%q is not a host:port, like \"127.0.0.1:6379\".", st.Address)
+		} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			d.errorf(b.rng("address"), "Invalid address", "port %q of %q is not a number from 1 to 65535.", port, st.Address)
+		}
+	}
+	b.str("username", &st.Username)
+	b.str("password", &st.Password)
+	b.str("prefix", &st.Prefix)
+	b.duration("timeout", &st.Timeout, true)
+	if tb := b.single("tls"); tb != nil {
+		st.TLS = d.clientTLS(tb)
+	}
+	return st
+}
+
+// clientTLS decodes the `tls {}` block of a connection sluice makes: to
+// an upstream, to the store.
+func (d *decoder) clientTLS(tb *hcl.Block) *UpstreamTLS {
+	x := d.content(tb.Body, "tls", tb.DefRange, []string{"ca", "server_name", "cert", "key", "insecure_skip_verify"})
+	t := &UpstreamTLS{}
+	d.file(x, "ca", &t.CA)
+	x.str("server_name", &t.ServerName)
+	d.file(x, "cert", &t.Cert)
+	d.file(x, "key", &t.Key)
+	if x.has("cert") != x.has("key") {
+		if x.has("cert") {
+			d.errorf(x.attrs["cert"].Range, "Certificate without key", "A client cert needs its key; add key = \"key.pem\".")
+		} else {
+			d.errorf(x.attrs["key"].Range, "Key without certificate", "A client key needs its cert; add cert = \"cert.pem\".")
+		}
+	}
+	x.boolean("insecure_skip_verify", &t.InsecureSkipVerify)
+	t.Range, t.CARange, t.CertRange, t.KeyRange = tb.DefRange, x.rng("ca"), x.rng("cert"), x.rng("key")
+	return t
 }
 
 func (d *decoder) server(blk *hcl.Block) Server {
@@ -800,22 +860,7 @@ func (d *decoder) proxy(blk *hcl.Block) *Proxy {
 		x.duration("fail_timeout", &p.Passive.FailTimeout, true)
 	}
 	if tb := b.single("tls"); tb != nil {
-		x := d.content(tb.Body, "tls", tb.DefRange, []string{"ca", "server_name", "cert", "key", "insecure_skip_verify"})
-		t := &UpstreamTLS{}
-		d.file(x, "ca", &t.CA)
-		x.str("server_name", &t.ServerName)
-		d.file(x, "cert", &t.Cert)
-		d.file(x, "key", &t.Key)
-		if x.has("cert") != x.has("key") {
-			if x.has("cert") {
-				d.errorf(x.attrs["cert"].Range, "Certificate without key", "A client cert needs its key; add key = \"key.pem\".")
-			} else {
-				d.errorf(x.attrs["key"].Range, "Key without certificate", "A client key needs its cert; add cert = \"cert.pem\".")
-			}
-		}
-		x.boolean("insecure_skip_verify", &t.InsecureSkipVerify)
-		t.Range, t.CARange, t.CertRange, t.KeyRange = tb.DefRange, x.rng("ca"), x.rng("cert"), x.rng("key")
-		p.TLS = t
+		p.TLS = d.clientTLS(tb)
 	}
 	for _, name := range []string{"header_up", "header_down"} {
 		hb := b.single(name)
@@ -884,7 +929,7 @@ func (d *decoder) respond(blk *hcl.Block) *Respond {
 
 func (d *decoder) rateLimit(blk *hcl.Block) *RateLimit {
 	r := &RateLimit{Key: "client_ip", MaxKeys: 100000}
-	b := d.content(blk.Body, "rate_limit", blk.DefRange, []string{"rate", "burst", "key", "max_keys"})
+	b := d.content(blk.Body, "rate_limit", blk.DefRange, []string{"rate", "burst", "key", "max_keys", "on_store_error"})
 	if b.require("rate") {
 		if v, ok := b.value("rate"); ok {
 			switch v.Type() {
@@ -917,5 +962,6 @@ func (d *decoder) rateLimit(blk *hcl.Block) *RateLimit {
 		}
 	}
 	b.integer("max_keys", &r.MaxKeys, 1, math.MaxInt32)
+	b.oneOf("on_store_error", &r.OnStoreError, "allow", "deny")
 	return r
 }

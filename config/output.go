@@ -17,7 +17,7 @@ const redacted = "(redacted)"
 // Redacted returns a deep copy of c with secrets replaced by "(redacted)":
 //   - every string that came from env() or file(), whole or in part
 //     ("Bearer ${env("T")}"), wherever it went;
-//   - Admin.Token;
+//   - Admin.Token and Store.Password;
 //   - every Filter.Config other than "{}" and "null", whole (the copy holds
 //     the JSON string "(redacted)");
 //   - every header value: traces headers, proxy header_up and header_down,
@@ -35,6 +35,9 @@ func (c *Config) Redacted() *Config {
 	}
 	if r.Admin != nil && r.Admin.Token != "" {
 		r.Admin.Token = redacted
+	}
+	if r.Store != nil && r.Store.Password != "" {
+		r.Store.Password = redacted
 	}
 	for _, f := range r.Filters {
 		if s := string(bytes.TrimSpace(f.Config)); s != "" && s != "{}" && s != "null" {
@@ -231,8 +234,8 @@ func encodeJSON(b *bytes.Buffer, v reflect.Value) error {
 		first := true
 		for i := 0; i < v.NumField(); i++ {
 			f := v.Type().Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if !f.IsExported() || name == "-" {
+			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if !f.IsExported() || name == "-" || (opts == "omitempty" && v.Field(i).IsZero()) {
 				continue
 			}
 			if name == "" {

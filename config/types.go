@@ -31,6 +31,10 @@ type Config struct {
 	Filters []*Filter `json:"filters"`
 	// Sites holds the `site "NAME" {}` blocks in file order.
 	Sites []*Site `json:"sites"`
+	// Store is the `store "redis" {}` block: state shared with other
+	// sluice instances (rate limits, ACME certificates). nil means every
+	// instance keeps its own, on its own machine.
+	Store *Store `json:"store,omitempty"`
 
 	// secrets holds every string that came from env() or file(), whole
 	// or in part, as stored in the fields above: Redacted hides them.
@@ -635,6 +639,35 @@ type RateLimit struct {
 	// MaxKeys bounds the buckets kept (least recently used go first). HCL
 	// `max_keys`, default 100000.
 	MaxKeys int `json:"max_keys"`
+	// OnStoreError decides a request when the shared store cannot be
+	// asked: "allow" or "deny" (503). HCL `on_store_error`, default
+	// "allow" when the config has a store, "" (unused) without one.
+	OnStoreError string `json:"on_store_error,omitempty"`
+}
+
+// Store is the `store "redis" {}` block: a Redis server that several
+// sluice instances share, so that rate limits count across all of them
+// and one of them orders each ACME certificate for all.
+type Store struct {
+	// Kind is the block's label; "redis" is the only kind.
+	Kind string `json:"kind"`
+	// Address is the server's host:port. HCL `address` (required).
+	Address string `json:"address"`
+	// Username and Password authenticate (Redis ACL, or AUTH with only a
+	// password). HCL `username`, `password`, default "". Redacted
+	// replaces the password.
+	Username string `json:"username"`
+	Password string `json:"password"`
+	// TLS is the `tls {}` block; nil means plain TCP.
+	TLS *UpstreamTLS `json:"tls"`
+	// Prefix starts every key sluice writes, so that several deployments
+	// can share one server. HCL `prefix`, default "sluice:".
+	Prefix string `json:"prefix"`
+	// Timeout bounds every call to the server, connecting included. HCL
+	// `timeout`, default "250ms".
+	Timeout time.Duration `json:"timeout"`
+	// Range is the `store` block's header.
+	Range hcl.Range `json:"-"`
 }
 
 // Respond answers with a fixed response: the `respond {}` block.

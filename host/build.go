@@ -52,6 +52,9 @@ func Build(cfg *config.Config, d Deps) (_ *Generation, err error) {
 			g.close(d.Log)
 		}
 	}()
+	if err := checkStore(cfg, d.Log); err != nil {
+		return nil, err
+	}
 	sitesByAddr := map[string][]*route.Site{}
 	for _, s := range cfg.Sites {
 		rs, err := buildSite(cfg, s, d, g)
@@ -117,12 +120,16 @@ func buildSite(cfg *config.Config, s *config.Site, d Deps, g *Generation) (*rout
 	if err != nil {
 		return nil, fmt.Errorf("site %q: %w", s.Name, err)
 	}
+	shared, err := sharedStore(cfg)
+	if err != nil {
+		return nil, err
+	}
 	for _, r := range s.Routes {
 		h, err := buildRoute(r, d, g)
 		if err != nil {
 			return nil, fmt.Errorf("site %q: route %q: %w", s.Name, r.Path, err)
 		}
-		inner, outer, err := gatewayFor(r)
+		inner, outer, err := gatewayFor(r, shared, s.Name)
 		if err != nil {
 			return nil, fmt.Errorf("site %q: route %q: %w", s.Name, r.Path, err)
 		}

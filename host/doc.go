@@ -20,6 +20,8 @@
 //	                                                 (path.go, [host/route])
 //	  → route by longest path prefix                 [host/route]
 //	  → allow/deny, rate limit                       [host/gateway]
+//	    (with a store: counted in Redis, shared by every instance,
+//	    after a local allowance per key)             [host/store]
 //	  → request filters in declared order (Wasm)     [host/chain → runtime]
 //	  → native handler: static files or proxy        [host/static, host/proxy]
 //	  → response filters in reverse order            [host/chain]

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/host/exchange"
 	"github.com/sluicehq/sluice/host/gateway"
 	"github.com/sluicehq/sluice/host/proxy"
+	"github.com/sluicehq/sluice/host/store"
 )
 
 // newProxy maps a `proxy {}` block onto the proxy handler. d.Upstream,
@@ -128,7 +129,9 @@ func prefixes(list []string) ([]netip.Prefix, error) {
 // limit. ACLs and address-keyed limits run before the filters; a limit
 // keyed by "consumer" runs after them, since an auth filter sets the
 // consumer. inner wraps the native handler, outer the whole chain.
-func gatewayFor(r *config.Route) (inner, outer func(exchange.Handler) exchange.Handler, err error) {
+// With a shared store, the limit counts there, across every instance,
+// under the name "site/route".
+func gatewayFor(r *config.Route, shared *store.Store, site string) (inner, outer func(exchange.Handler) exchange.Handler, err error) {
 	id := func(h exchange.Handler) exchange.Handler { return h }
 	inner, outer = id, id
 	var acl *gateway.ACL
@@ -139,7 +142,11 @@ func gatewayFor(r *config.Route) (inner, outer func(exchange.Handler) exchange.H
 	}
 	var lim *gateway.Limiter
 	if rl := r.RateLimit; rl != nil {
-		if lim, err = gateway.NewLimiter(gateway.RateLimit{Rate: rl.Rate, Burst: rl.Burst, Key: rl.Key, MaxKeys: rl.MaxKeys}); err != nil {
+		c := gateway.RateLimit{Rate: rl.Rate, Burst: rl.Burst, Key: rl.Key, MaxKeys: rl.MaxKeys}
+		if shared != nil {
+			c.Shared, c.Name, c.DenyOnError = shared, site+r.Path, rl.OnStoreError == "deny"
+		}
+		if lim, err = gateway.NewLimiter(c); err != nil {
 			return nil, nil, err
 		}
 	}

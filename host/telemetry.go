@@ -73,6 +73,7 @@ func newTelemetry(cfg *config.Config, log *slog.Logger) (t *telemetry, err error
 	tc := cfg.Telemetry
 	if cfg.Admin != nil && tc.Metrics.Prometheus {
 		t.metrics = observe.NewMetrics()
+		t.metrics.Registry().MustRegister(storeErrors{})
 	}
 	if tr := tc.Traces; tr != nil {
 		if t.tracing, err = observe.NewTracing(observe.TracingOptions{

@@ -114,8 +114,12 @@ func tlsSite(cfg *config.Config, s *config.Site) (tlsconf.Site, error) {
 		return ts, fmt.Errorf("min_version %q: want \"1.2\" or \"1.3\"", c.MinVersion)
 	}
 	if a := c.ACME; a != nil {
+		shared, err := sharedStore(cfg)
+		if err != nil {
+			return ts, err
+		}
 		storage := a.Storage
-		if storage == "" {
+		if storage == "" && shared == nil {
 			dir, err := os.UserConfigDir()
 			if err != nil {
 				return ts, fmt.Errorf("acme: no storage directory: %w", err)
@@ -127,6 +131,11 @@ func tlsSite(cfg *config.Config, s *config.Site) (tlsconf.Site, error) {
 			Directory:  a.Directory,
 			Challenges: a.Challenges,
 			Storage:    storage,
+		}
+		if shared != nil {
+			// Certificates, keys and the account live in the store, and
+			// one instance orders for all.
+			ts.ACME.Cache, ts.ACME.Lock = acmeCache{shared}, shared
 		}
 	}
 	return ts, nil

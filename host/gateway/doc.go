@@ -13,6 +13,11 @@
 // allocating on the request path; the limiter's memory is fixed by
 // RateLimit.MaxKeys however many distinct keys arrive.
 //
+// With RateLimit.Shared set (a `store` in the config), the buckets live
+// in that store, shared by every instance, and the limiter keeps only a
+// local allowance per key (see host/RATIONALE.md); a request whose limit
+// cannot be checked is decided by RateLimit.DenyOnError (503 or admit).
+//
 // It imports host/exchange and host/proxy/forwarded only: never config nor
-// runtime. The host maps the HCL schema onto RateLimit and the lists.
+// runtime, nor the store (Shared is an interface of its own). The host maps the HCL schema onto RateLimit and the lists.
 package gateway

@@ -11,10 +11,14 @@ import (
 var (
 	errForbidden = &exchange.Error{Status: http.StatusForbidden, Message: "forbidden"}
 	errTooMany   = &exchange.Error{Status: http.StatusTooManyRequests, Message: "too many requests"}
+	// errNoStore answers a request whose shared rate limit could not be
+	// checked, under on_store_error = "deny".
+	errNoStore = &exchange.Error{Status: http.StatusServiceUnavailable, Message: "rate limit unavailable"}
 )
 
-// Wrap returns a handler that answers 403 to clients a denies and 429 (with
-// Retry-After) to requests over l's rate, and passes the rest to next.
+// Wrap returns a handler that answers 403 to clients a denies, 429 (with
+// Retry-After) to requests over l's rate, 503 when l's shared store
+// failed and l denies then, and passes the rest to next.
 // Either of l and a may be nil.
 func Wrap(next exchange.Handler, l *Limiter, a *ACL) exchange.Handler {
 	return exchange.HandlerFunc(func(x exchange.Exchange) error {
@@ -22,9 +26,13 @@ func Wrap(next exchange.Handler, l *Limiter, a *ACL) exchange.Handler {
 			return errForbidden
 		}
 		if l != nil {
-			if ok, wait := l.Allow(x); !ok {
+			switch v, wait := l.Decide(x); v {
+			case Over:
 				x.SetResponseHeader("Retry-After", retryAfter(wait))
 				return errTooMany
+			case Unavailable:
+				x.SetResponseHeader("Retry-After", retryAfter(wait))
+				return errNoStore
 			}
 		}
 		return next.ServeExchange(x)

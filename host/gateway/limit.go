@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -8,6 +10,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/host/exchange"
@@ -37,6 +40,31 @@ type RateLimit struct {
 	// TrustedProxies are peers whose X-Forwarded-For is believed when
 	// deciding the client address.
 	TrustedProxies []netip.Prefix
+
+	// Shared, when set, makes the limit global: the buckets live there
+	// (host/store, on Redis), shared with every instance that names the
+	// same limit, and the limiter keeps only a local allowance per key.
+	Shared Shared
+	// Name tells one limit's shared buckets from another's; it must be
+	// the same on every instance ("site/route").
+	Name string
+	// Allowance is how many tokens one call to Shared may take for a key,
+	// spent locally before the next call; 0 means Rate/100 (the tokens
+	// of 10 ms), at least 1, at most a quarter of Burst and 100. See RATIONALE.md,
+	// "Why may a global rate limit admit a little more than its rate?".
+	Allowance int
+	// DenyOnError refuses requests (503) while Shared cannot be asked;
+	// false admits them.
+	DenyOnError bool
+}
+
+// Shared is a token bucket kept outside the process, shared by several
+// instances (host/store.Store).
+type Shared interface {
+	// Take takes up to want tokens from the bucket key, refilled at rate
+	// per second up to burst: how many it got and, when none, how long
+	// until one will be. It returns within its own deadline.
+	Take(ctx context.Context, key string, rate float64, burst, want int) (got int, wait time.Duration, err error)
 }
 
 // Limiter is a sharded token-bucket limiter with a fixed memory bound. It
@@ -50,7 +78,34 @@ type Limiter struct {
 	sets    []set
 	mask    uint64
 	epoch   time.Time
+
+	// With a Shared store: the buckets there, local allowances here.
+	shared    Shared
+	name      string
+	rps       float64 // tokens per second, as the store counts
+	allowance int
+	deny      bool
+	downUntil atomic.Int64 // limiter clock; no store calls before it
 }
+
+// Verdict is a limiter's decision on one request.
+type Verdict uint8
+
+// The verdicts.
+const (
+	Admit       Verdict = iota // under the limit
+	Over                       // over it: 429
+	Unavailable                // the shared store failed and DenyOnError: 503
+)
+
+const (
+	// leaseTTL is how long a local allowance may be spent; older tokens
+	// are dropped (never spent late).
+	leaseTTL = int64(time.Second)
+	// storeBackoff is how long after a store error the limiter decides
+	// by DenyOnError without asking the store again.
+	storeBackoff = int64(100 * time.Millisecond)
+)
 
 const ways = 8 // buckets per set
 
@@ -106,23 +161,147 @@ func NewLimiter(c RateLimit) (*Limiter, error) {
 	}
 	l.sets = make([]set, n)
 	l.mask = uint64(n - 1)
+	if c.Shared != nil {
+		l.shared, l.name, l.rps, l.deny = c.Shared, c.Name, c.Rate, c.DenyOnError
+		l.allowance = c.Allowance
+		if l.allowance <= 0 {
+			// A quarter of the burst at most, so that one instance's
+			// allowance cannot hold a client's whole burst while the
+			// others refuse it.
+			l.allowance = min(int(math.Ceil(c.Rate/100)), int(l.burst)/4, 100)
+		}
+		l.allowance = max(l.allowance, 1)
+	}
 	return l, nil
 }
 
 // Allow takes a token for the request's key. When none is left it
 // returns false and how long until one will be.
 func (l *Limiter) Allow(x exchange.Exchange) (ok bool, retryAfter time.Duration) {
-	var h uint64
+	v, wait := l.Decide(x)
+	return v == Admit, wait
+}
+
+// Decide is Allow with the store's failure told apart from the limit.
+func (l *Limiter) Decide(x exchange.Exchange) (Verdict, time.Duration) {
+	var h, stable uint64
 	if l.header != "" {
 		if v := x.RequestHeader(l.header); len(v) > 0 {
 			h = maphash.Bytes(l.seed, v)
+			if l.shared != nil {
+				stable = fnv(v)
+			}
 		}
 	}
 	if h == 0 {
 		a := clientAddr(x, l.trusted).As16()
 		h = maphash.Bytes(l.seed, a[:]) ^ 0x9e3779b97f4a7c15
+		if l.shared != nil {
+			stable = fnv(a[:]) ^ 0x9e3779b97f4a7c15
+		}
 	}
-	return l.AllowKey(h, time.Since(l.epoch).Nanoseconds())
+	now := time.Since(l.epoch).Nanoseconds()
+	if l.shared != nil {
+		return l.allowShared(h, stable, now)
+	}
+	if ok, wait := l.AllowKey(h, now); !ok {
+		return Over, wait
+	}
+	return Admit, 0
+}
+
+// allowShared spends the key's local allowance, or takes a new one from
+// the store. h picks the local bucket (seeded per process); stable names
+// the shared one (the same on every instance).
+//
+// One request at a time per key fetches an allowance (tokens = -1 marks
+// the fetch in flight); the others that find none meanwhile take one
+// token each for themselves. So an instance never holds more than one
+// allowance unspent, and none is thrown away.
+func (l *Limiter) allowShared(h, stable uint64, now int64) (Verdict, time.Duration) {
+	if h == 0 {
+		h = 1
+	}
+	s := &l.sets[(h>>32^h)&l.mask]
+	s.mu.Lock()
+	b := s.lease(h)
+	fresh := now-b.last < leaseTTL
+	if b.tokens >= 1 && fresh {
+		b.tokens--
+		s.mu.Unlock()
+		return Admit, 0
+	}
+	if now < l.downUntil.Load() {
+		s.mu.Unlock()
+		return l.storeFailed()
+	}
+	want := 1
+	if b.tokens >= 0 || !fresh {
+		b.tokens, b.last, want = -1, now, l.allowance
+	}
+	s.mu.Unlock()
+
+	var key [16]byte
+	hex.Encode(key[:], binaryBE(stable))
+	got, wait, err := l.shared.Take(context.Background(), l.name+":"+string(key[:]), l.rps, int(l.burst), want)
+	if want > 1 {
+		s.mu.Lock()
+		if b := s.lease(h); b.tokens < 0 {
+			b.tokens = 0
+			if got > 1 {
+				b.tokens = float64(min(got, l.allowance) - 1)
+				b.last = now
+			}
+		}
+		s.mu.Unlock()
+	}
+	if err != nil {
+		l.downUntil.Store(now + storeBackoff)
+		return l.storeFailed()
+	}
+	if got == 0 {
+		return Over, wait
+	}
+	return Admit, 0
+}
+
+func (l *Limiter) storeFailed() (Verdict, time.Duration) {
+	if l.deny {
+		return Unavailable, time.Second
+	}
+	return Admit, 0
+}
+
+// lease returns h's local allowance, recycling the oldest of the set
+// when h has none (forgetting one loses at most an allowance).
+func (s *set) lease(h uint64) *bucket {
+	victim := 0
+	for i := range s.b {
+		b := &s.b[i]
+		if b.key == h {
+			return b
+		}
+		if v := &s.b[victim]; v.key != 0 && (b.key == 0 || b.last < v.last) {
+			victim = i
+		}
+	}
+	b := &s.b[victim]
+	*b = bucket{key: h, last: math.MinInt64 / 2}
+	return b
+}
+
+// fnv is FNV-1a, 64 bits: a hash every instance computes alike.
+func fnv(p []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range p {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
+}
+
+func binaryBE(v uint64) []byte {
+	return []byte{byte(v >> 56), byte(v >> 48), byte(v >> 40), byte(v >> 32), byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}
 }
 
 // AllowKey is Allow for a key already hashed, at now (nanoseconds on the

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -38,8 +37,16 @@ type ACME struct {
 	// tls-alpn-01 is tried first whenever both are allowed.
 	Challenges []string
 	// Storage is the directory where the account key and the
-	// certificates are kept, so that a restart reuses them. Required.
+	// certificates are kept, so that a restart reuses them. Required
+	// unless Cache is set.
 	Storage string
+	// Cache, when set, keeps them instead of Storage: the shared store,
+	// which every instance of a deployment reads.
+	Cache Storage
+	// Lock, with Cache, makes the instances that share Cache order each
+	// certificate (and its renewals) once: one takes the lock and orders,
+	// the others wait and read the result from Cache.
+	Lock Locker
 	// RenewBefore is how long before expiry a certificate is renewed; 0
 	// means a third of its lifetime, at most 30 days.
 	RenewBefore time.Duration
@@ -62,6 +69,10 @@ type acmeManager struct {
 	http http.Handler // nil when http-01 is not allowed
 	alpn bool
 	log  *slog.Logger
+	// store is where certificates live (read without locking by
+	// storedLeaf); shared, with a Lock, wraps it for autocert.
+	store  Storage
+	shared *sharedCache
 
 	mu    sync.Mutex
 	names map[string]int // name → references from live tables
@@ -94,7 +105,7 @@ func (r *acmeRef) release() {
 }
 
 func acquireACME(a *ACME, names []string, log *slog.Logger) (*acmeRef, error) {
-	if a.Storage == "" {
+	if a.Storage == "" && a.Cache == nil {
 		return nil, errors.New("acme: storage directory not set")
 	}
 	dir := a.Directory
@@ -111,15 +122,23 @@ func acquireACME(a *ACME, names []string, log *slog.Logger) (*acmeRef, error) {
 		}
 	}
 	alpn, http01 := slices.Contains(chals, "tls-alpn-01"), slices.Contains(chals, "http-01")
-	key := fmt.Sprintf("%s\x00%s\x00%s\x00%v\x00%v\x00%d\x00%p", dir, a.Email, a.Storage, alpn, http01, a.RenewBefore, a.HTTPClient)
+	key := fmt.Sprintf("%s\x00%s\x00%s\x00%v\x00%v\x00%d\x00%p\x00%v\x00%v", dir, a.Email, a.Storage, alpn, http01, a.RenewBefore, a.HTTPClient, a.Cache, a.Lock)
 
 	managers.mu.Lock()
 	m := managers.byID[key]
 	if m == nil {
-		m = &acmeManager{key: key, alpn: alpn, log: log, names: map[string]int{}}
+		m = &acmeManager{key: key, alpn: alpn, log: log, names: map[string]int{}, store: autocert.DirCache(a.Storage)}
+		cache := m.store
+		if a.Cache != nil {
+			m.store, cache = a.Cache, a.Cache
+			if a.Lock != nil {
+				m.shared = &sharedCache{inner: a.Cache, lock: a.Lock, renewBefore: a.RenewBefore, log: log}
+				cache = m.shared
+			}
+		}
 		m.m = &autocert.Manager{
 			Prompt:      autocert.AcceptTOS,
-			Cache:       autocert.DirCache(a.Storage),
+			Cache:       cache,
 			HostPolicy:  m.allowed,
 			RenewBefore: a.RenewBefore,
 			Email:       a.Email,
@@ -199,6 +218,17 @@ func (m *acmeManager) obtain(name string, stop <-chan struct{}) {
 			}
 			return
 		}
+		if errors.Is(err, errOrderedElsewhere) {
+			// Another instance is ordering it: look again soon, without
+			// growing the wait, and without a warning each time.
+			wait = time.Second
+			select {
+			case <-stop:
+				return
+			case <-time.After(wait):
+			}
+			continue
+		}
 		m.log.Warn("acme: could not obtain a certificate; retrying", "name", name, "in", wait, "error", err)
 		select {
 		case <-stop:
@@ -216,23 +246,11 @@ func (m *acmeManager) storedLeaf(name string) *x509.Certificate {
 	defer cancel()
 	// obtain asks for an ECDSA certificate, which autocert stores under
 	// the bare name.
-	data, err := m.m.Cache.Get(ctx, name)
+	data, err := m.store.Get(ctx, name)
 	if err != nil {
 		return nil
 	}
-	for {
-		var b *pem.Block
-		if b, data = pem.Decode(data); b == nil {
-			return nil
-		}
-		if b.Type == "CERTIFICATE" {
-			leaf, err := x509.ParseCertificate(b.Bytes)
-			if err != nil {
-				return nil
-			}
-			return leaf
-		}
-	}
+	return firstCert(data)
 }
 
 // acmeTransport is the manager's way to the CA. It refuses every request
@@ -245,6 +263,9 @@ type acmeTransport struct {
 	next         http.RoundTripper
 	m            *acmeManager
 	alpn, http01 bool
+
+	mu       sync.Mutex
+	newOrder string // the directory's newOrder URL, once seen
 }
 
 var errRetired = errors.New("acme: no site uses this account any more")
@@ -259,15 +280,25 @@ func (t *acmeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, errRetired
 	}
+	if err := t.gate(req); err != nil {
+		return nil, err
+	}
 	resp, err := t.next.RoundTrip(req)
-	if err != nil || (t.alpn && t.http01) || resp.StatusCode != http.StatusOK ||
+	if err != nil || resp.StatusCode != http.StatusOK ||
 		!strings.Contains(resp.Header.Get("Content-Type"), "json") {
 		return resp, err
+	}
+	directory := req.Method == http.MethodGet
+	if !directory && t.alpn && t.http01 {
+		return resp, nil
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()
 	if err != nil {
 		return nil, err
+	}
+	if directory {
+		t.learn(body)
 	}
 	body = t.filter(body)
 	resp.Body = io.NopCloser(bytes.NewReader(body))

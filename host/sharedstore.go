@@ -1,0 +1,80 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/crypto/acme/autocert"
+
+	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/host/store"
+)
+
+// sharedStore opens the config's `store` block, or returns nil without
+// one. Open keeps one pool per distinct block for the process, so every
+// generation that keeps the block keeps the connections.
+func sharedStore(cfg *config.Config) (*store.Store, error) {
+	c := cfg.Store
+	if c == nil {
+		return nil, nil
+	}
+	o := store.Options{Address: c.Address, Username: c.Username, Password: c.Password, Prefix: c.Prefix, Timeout: c.Timeout}
+	if t := c.TLS; t != nil {
+		o.TLS = &store.TLSOptions{CAFile: t.CA, ServerName: t.ServerName, CertFile: t.Cert, KeyFile: t.Key, InsecureSkipVerify: t.InsecureSkipVerify}
+	}
+	return store.Open(o)
+}
+
+// checkStore opens the config's store and asks it for an answer, once
+// per load, under its timeout. An unreachable store is no reason to
+// refuse a config (requests follow on_store_error until it answers), but
+// worth a warning; a store that cannot even be opened (a bad TLS file)
+// is.
+func checkStore(cfg *config.Config, log *slog.Logger) error {
+	s, err := sharedStore(cfg)
+	if err != nil || s == nil {
+		return err
+	}
+	if err := s.Ping(context.Background()); err != nil {
+		log.Warn("store: not answering; rate limits follow on_store_error until it does", "address", cfg.Store.Address, "error", err)
+	}
+	return nil
+}
+
+// storeErrors exports store.Errors as sluice_store_errors_total, one
+// series per operation, all present from the start.
+type storeErrors struct{}
+
+var storeErrorsDesc = prometheus.NewDesc("sluice_store_errors_total",
+	"Calls to the shared store (store \"redis\") that failed, by operation: rate_limit (the request was then decided by on_store_error), acme, ping.",
+	[]string{"operation"}, nil)
+
+func (storeErrors) Describe(ch chan<- *prometheus.Desc) { ch <- storeErrorsDesc }
+
+func (storeErrors) Collect(ch chan<- prometheus.Metric) {
+	for _, op := range store.Ops {
+		ch <- prometheus.MustNewConstMetric(storeErrorsDesc, prometheus.CounterValue, float64(store.Errors(op)), op)
+	}
+}
+
+// acmeCache is the store as ACME storage (tlsconf.Storage): keys under
+// "acme:", a missing one autocert's cache miss.
+type acmeCache struct{ s *store.Store }
+
+func (c acmeCache) Get(ctx context.Context, key string) ([]byte, error) {
+	b, err := c.s.Get(ctx, "acme:"+key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, autocert.ErrCacheMiss
+	}
+	return b, err
+}
+
+func (c acmeCache) Put(ctx context.Context, key string, data []byte) error {
+	return c.s.Put(ctx, "acme:"+key, data)
+}
+
+func (c acmeCache) Delete(ctx context.Context, key string) error {
+	return c.s.Delete(ctx, "acme:"+key)
+}
