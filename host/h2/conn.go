@@ -20,7 +20,7 @@ const (
 	// is left at its initial value, 16 KiB.
 	maxReadFrame = 16 << 10
 	// flushAt is the size of buffered output written before more is added.
-	flushAt = 64 << 10
+	flushAt   = 64 << 10
 	maxWindow = 1<<31 - 1
 )
 
