@@ -123,6 +123,10 @@ type Listener struct {
 	// advertises it to HTTP/1.1 and HTTP/2 clients with Alt-Svc. Only on a
 	// TLS address. HCL `http3`, default false.
 	HTTP3 bool `json:"http3"`
+	// HTTP2Engine picks the engine of the listener's HTTP/2 (ALPN h2 and
+	// h2c): "sluice" (host/h2, sluice's own) or "std" (net/http, kept as
+	// the fallback). HCL `http2_engine`, default "std".
+	HTTP2Engine string `json:"http2_engine"`
 	// TrustedProxies are the peers (addresses or CIDR prefixes) whose
 	// X-Forwarded-For or Forwarded header names the client: allow/deny,
 	// rate limits, access logs and the proxy's X-Forwarded-For then all

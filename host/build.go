@@ -89,6 +89,7 @@ func Build(cfg *config.Config, d Deps) (_ *Generation, err error) {
 			TLS:               l.TLS,
 			H2C:               l.H2C,
 			HTTP3:             l.HTTP3,
+			HTTP2Engine:       l.HTTP2Engine,
 		})
 	}
 	if err := buildTLS(cfg, g, d.Log); err != nil {

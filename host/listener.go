@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/h2"
 	"github.com/sluicehq/sluice/host/internal/lazyconn"
 	"github.com/sluicehq/sluice/host/tlsconf"
 	"github.com/valyala/fasthttp"
@@ -44,6 +45,9 @@ type ListenerOptions struct {
 	H2C bool
 	// HTTP3 also serves HTTP/3 on the port over UDP (h3.go); TLS only.
 	HTTP3 bool
+	// HTTP2Engine is "sluice" for sluice's own HTTP/2 engine (host/h2);
+	// anything else is net/http's.
+	HTTP2Engine string
 }
 
 // listener is one listening socket and the engines behind it. It
@@ -61,7 +65,8 @@ type listener struct {
 	ln   net.Listener // the bound socket; Close stops every engine's accepting
 	raw  net.Listener
 	fast *fasthttp.Server
-	std  *http.Server // HTTP/2 (ALPN h2, or h2c prior knowledge); nil when neither
+	std  *http.Server // HTTP/2 (ALPN h2, or h2c prior knowledge) on net/http; nil when neither
+	h2   *h2.Server   // HTTP/2 on sluice's own engine, in place of std (http2_engine "sluice")
 	// toFast and toStd receive the connections the accept loop sorted;
 	// nil when fasthttp serves the socket itself.
 	toFast, toStd *connQueue
@@ -93,7 +98,11 @@ func (s *Server) openListener(o ListenerOptions) (*listener, error) {
 	h := s.dispatch(l)
 	l.fast = l.newFast(h)
 	if o.TLS || o.H2C {
-		l.std = l.newStd(exchange.Std(h, s.renderError))
+		if o.HTTP2Engine != "std" {
+			l.h2 = l.newH2(h)
+		} else {
+			l.std = l.newStd(exchange.Std(h, s.renderError))
+		}
 		l.toFast, l.toStd = newConnQueue(raw.Addr()), newConnQueue(raw.Addr())
 	}
 	if o.TLS {
@@ -125,7 +134,11 @@ func (s *Server) openListener(o ListenerOptions) (*listener, error) {
 		serve("fasthttp", func() error { return l.fast.Serve(l.ln) })
 	} else {
 		serve("fasthttp", func() error { return l.fast.Serve(l.toFast) })
-		serve("net/http", func() error { return l.std.Serve(l.toStd) })
+		if l.h2 != nil {
+			serve("h2", func() error { return l.h2.Serve(l.toStd) })
+		} else {
+			serve("net/http", func() error { return l.std.Serve(l.toStd) })
+		}
 		serve("accept", l.acceptLoop)
 	}
 	if l.h3 != nil {
@@ -215,6 +228,24 @@ func (l *listener) newStd(h http.Handler) *http.Server {
 	return srv
 }
 
+// newH2 configures sluice's own HTTP/2 engine with the listener's
+// limits. Its flow-control windows and stream cap are net/http's.
+func (l *listener) newH2(h exchange.Handler) *h2.Server {
+	o := l.opts
+	return h2.New(h2.Options{
+		Handler:              h,
+		OnError:              l.srv.renderError,
+		TLS:                  o.TLS,
+		MaxConcurrentStreams: 250,
+		MaxHeaderBytes:       int(o.MaxHeaderBytes),
+		ReadHeaderTimeout:    l.handshake,
+		ReadTimeout:          o.ReadTimeout,
+		WriteTimeout:         o.WriteTimeout,
+		IdleTimeout:          o.IdleTimeout,
+		Log:                  l.log,
+	})
+}
+
 // acceptLoop sorts connections to the engines: after the TLS handshake by
 // ALPN protocol, or on a plain h2c listener by the first bytes. Each
 // connection is looked at in its own goroutine so that a slow client
@@ -254,7 +285,7 @@ func (l *listener) sortTLS(c net.Conn) {
 	_ = c.SetDeadline(time.Time{})
 	switch tc.ConnectionState().NegotiatedProtocol {
 	case "h2":
-		if l.opts.ReadTimeout > 0 {
+		if l.opts.ReadTimeout > 0 && l.h2 == nil { // host/h2 keeps its own deadlines
 			// The preface, SETTINGS and first request's headers arrive
 			// within read_header_timeout (headDeadlineConn).
 			hc.held.Store(true)
@@ -362,6 +393,13 @@ func (l *listener) fastHandler(next fasthttp.RequestHandler) fasthttp.RequestHan
 // allows it for the rest), an oversized header a 431, an oversized body a
 // 413.
 func (l *listener) engineError(ctx *fasthttp.RequestCtx, err error) {
+	if l.opts.H2C && strings.Contains(err.Error(), "unsupported http version") {
+		// On an h2c listener, a first line that is neither the HTTP/2
+		// preface nor an HTTP/1.x request line is a failed preface
+		// (RFC 9113, 3.4): the connection closes unanswered.
+		_ = ctx.Conn().Close()
+		return
+	}
 	status, msg := fasthttp.StatusBadRequest, "bad request"
 	var small *fasthttp.ErrSmallBuffer
 	switch {
@@ -401,6 +439,10 @@ func (l *listener) shutdown(ctx context.Context) error {
 		_ = l.ln.Close() // the fast path's Serve closes it itself
 	}
 	var wg sync.WaitGroup
+	var h2err error
+	if l.h2 != nil {
+		wg.Go(func() { h2err = l.h2.Shutdown(ctx) })
+	}
 	if l.std != nil {
 		wg.Add(1)
 		go func() {
@@ -416,7 +458,7 @@ func (l *listener) shutdown(ctx context.Context) error {
 	}
 	ferr := l.fast.ShutdownWithContext(ctx)
 	wg.Wait()
-	errs = append(errs, ferr, h3err)
+	errs = append(errs, ferr, h3err, h2err)
 	select {
 	case <-l.done:
 	case <-ctx.Done():

@@ -58,6 +58,7 @@ type conn struct {
 	maxFrame   int       // peer's SETTINGS_MAX_FRAME_SIZE
 	recvUnack  int32     // connection-level bytes consumed, not yet returned
 	connHeld   int32     // request body bytes buffered in streams, not yet read
+	draining   int       // streams whose response is out, their body still coming
 	wbuf       []byte
 	spare      []byte
 	henc       *hpack.Encoder
@@ -162,7 +163,8 @@ func (c *conn) setIdleDeadline() {
 		return // the header deadline stands
 	}
 	c.mu.Lock()
-	n, blocked := len(c.streams), len(c.ready) > 0
+	// Streams only draining a body do not hold the connection open.
+	n, blocked := len(c.streams)-c.draining, len(c.ready) > 0
 	c.mu.Unlock()
 	switch {
 	case n == 0:
@@ -199,8 +201,8 @@ func (c *conn) end(err error) {
 	}
 	c.mu.Lock()
 	c.closed = true
-	for id, st := range c.streams {
-		delete(c.streams, id)
+	for _, st := range c.streams {
+		c.forgetLocked(st)
 		st.abortLocked()
 	}
 	c.ready = c.ready[:0]
@@ -507,7 +509,7 @@ func (c *conn) onReset(fh http2.FrameHeader, p []byte) error {
 	c.mu.Lock()
 	st := c.streams[fh.StreamID]
 	if st != nil {
-		delete(c.streams, st.id)
+		c.forgetLocked(st)
 		st.abortLocked()
 		c.closeIfDoneLocked()
 	}
@@ -531,9 +533,18 @@ func (c *conn) resetStream(id uint32, code http2.ErrCode) {
 
 func (c *conn) resetLocked(st *stream, code http2.ErrCode) {
 	c.wbuf = appendRST(c.wbuf, st.id, code)
-	delete(c.streams, st.id)
+	c.forgetLocked(st)
 	st.abortLocked()
 	c.closeIfDoneLocked()
+}
+
+// forgetLocked takes st out of the open streams.
+func (c *conn) forgetLocked(st *stream) {
+	if st.draining {
+		st.draining = false
+		c.draining--
+	}
+	delete(c.streams, st.id)
 }
 
 // closeIfDoneLocked ends a connection going away once its last stream is.
@@ -563,6 +574,28 @@ func (c *conn) onData(fh http2.FrameHeader, p []byte) error {
 		return connError(http2.ErrCodeFlowControl)
 	}
 	st := c.streams[fh.StreamID]
+	if st != nil && st.localDone && !st.remoteDone {
+		// The response is out; the rest of the body is read and dropped,
+		// within the credit the client had then (finishLocked).
+		c.returnConnLocked(n)
+		st.received += int64(len(data))
+		end := fh.Flags.Has(http2.FlagDataEndStream)
+		switch {
+		case n > st.recvWindow:
+			c.resetLocked(st, http2.ErrCodeFlowControl)
+		case st.declared >= 0 && (st.received > st.declared || end && st.received != st.declared):
+			c.resetLocked(st, http2.ErrCodeProtocol)
+		case end:
+			st.remoteDone = true
+			st.closeIfDoneLocked()
+		default:
+			st.recvWindow -= n
+			if st.recvWindow == 0 {
+				c.resetLocked(st, http2.ErrCodeNo) // out of credit: stop sending
+			}
+		}
+		return nil
+	}
 	if st == nil || st.remoteDone {
 		c.returnConnLocked(n)
 		if st != nil {

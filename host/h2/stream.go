@@ -52,6 +52,7 @@ type stream struct {
 	handedOff   bool  // it took the loop's goroutine (WillBlock)
 	handlerDone bool  // (c.mu)
 	queued      bool  // in c.ready (c.mu)
+	draining    bool  // the response is out, the body is dropped as it comes (c.mu)
 	ctxOver     context.Context
 	done        chan struct{}
 
@@ -165,7 +166,7 @@ func (st *stream) validRequest(b *headerBlock) bool {
 func (st *stream) closeIfDoneLocked() {
 	if st.localDone && st.remoteDone && !st.closed {
 		c := st.c
-		delete(c.streams, st.id)
+		c.forgetLocked(st)
 		st.closed = true
 		c.closeIfDoneLocked()
 	}
@@ -202,8 +203,21 @@ func (st *stream) maybeReleaseLocked() {
 func (st *stream) finishLocked() {
 	st.localDone = true
 	if !st.remoteDone && !st.closed {
-		st.c.resetLocked(st, http2.ErrCodeNo)
-		return
+		// The rest of the body is read and dropped (onData) while the
+		// client has credit, so that a malformed one is still told and
+		// its stream's frames still checked; a body declared longer than
+		// that credit is refused now, with RST_STREAM NO_ERROR (8.1), as
+		// is one that uses the credit up.
+		c := st.c
+		c.connHeld -= int32(len(st.in) - st.inOff)
+		c.returnConnLocked(int32(len(st.in) - st.inOff))
+		st.in, st.inOff = st.in[:0], 0
+		if st.recvWindow == 0 || st.declared >= 0 && st.declared-st.received > int64(st.recvWindow) {
+			c.resetLocked(st, http2.ErrCodeNo)
+			return
+		}
+		st.draining = true
+		c.draining++
 	}
 	st.closeIfDoneLocked()
 }
