@@ -108,7 +108,9 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c.tls = tlsState(nc)
 	c.isTLS = c.tls != nil || s.o.TLS
 	c.hdec = hpack.NewDecoder(4096, c.onField)
-	c.hdec.SetMaxStringLength(s.o.MaxHeaderBytes)
+	// A field over MaxHeaderBytes is decoded (and answered 431) as long
+	// as it fits the bound on a header block (maxBlock), Huffman-coded.
+	c.hdec.SetMaxStringLength(2 * c.maxBlock())
 	c.henc = hpack.NewEncoder(&c.hbuf)
 	c.henc.SetMaxDynamicTableSizeLimit(0) // see encodeHeaders
 	return c

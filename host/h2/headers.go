@@ -70,7 +70,9 @@ func (c *conn) onHeaders(fh http2.FrameHeader, p []byte) error {
 		case c.goingAway:
 			b.ignore = true
 		case b.refuse != 0:
-		case len(c.streams) >= int(c.o.MaxConcurrentStreams):
+		case len(c.streams) >= int(c.o.MaxConcurrentStreams) || c.handlers >= int(c.o.MaxConcurrentStreams):
+			// Handlers of streams reset by the client may still run: they
+			// count too, so that resets cannot pile them up (CVE-2023-44487).
 			b.refuse = http2.ErrCodeRefusedStream
 		default:
 			b.st = newStream(c, id)

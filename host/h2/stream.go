@@ -307,6 +307,9 @@ func (c *conn) runInline(st *stream) bool {
 // startDetached serves a request with a body on a goroutine of its own,
 // so that the read loop can feed it the body.
 func (c *conn) startDetached(st *stream) {
+	c.mu.Lock()
+	c.handlers++
+	c.mu.Unlock()
 	c.srv.wg.Add(1)
 	go func() {
 		defer c.srv.wg.Done()
@@ -333,6 +336,9 @@ func (c *conn) serveStream(st *stream) (handedOff bool) {
 		c.pumpAndFlush()
 	}
 	c.mu.Lock()
+	if !st.inline {
+		c.handlers--
+	}
 	st.handlerDone = true
 	st.maybeReleaseLocked()
 	c.mu.Unlock()
@@ -349,6 +355,9 @@ func (st *stream) WillBlock() {
 	}
 	st.inline, st.handedOff = false, true
 	c := st.c
+	c.mu.Lock()
+	c.handlers++
+	c.mu.Unlock()
 	c.srv.wg.Add(1)
 	go func() {
 		defer c.srv.wg.Done()
