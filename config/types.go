@@ -116,8 +116,9 @@ type Listener struct {
 	// connections wait in the accept queue. HCL `max_conns`, default 16384;
 	// 0 means no limit.
 	MaxConns int `json:"max_conns"`
-	// H2C enables cleartext HTTP/2 (prior knowledge and Upgrade) on a
-	// listener without TLS. HCL `h2c`, default false.
+	// H2C enables cleartext HTTP/2 on a listener without TLS: with prior
+	// knowledge, and by Upgrade: h2c on the "sluice" HTTP2Engine. HCL
+	// `h2c`, default false.
 	H2C bool `json:"h2c"`
 	// HTTP3 also serves HTTP/3 (QUIC) on the same port over UDP, and
 	// advertises it to HTTP/1.1 and HTTP/2 clients with Alt-Svc. Only on a

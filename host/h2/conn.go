@@ -49,6 +49,8 @@ type conn struct {
 	idleSet     bool
 	peerSawAck  bool
 	firstHeader bool // the first request's headers are in
+	upgraded    bool // the connection came by Upgrade: h2c; the preface is still to come
+	done        chan struct{} // closed when the connection has ended
 
 	mu         sync.Mutex
 	streams    map[uint32]*stream
@@ -104,6 +106,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		initWindow: 65535,
 		maxFrame:   16384,
 		payload:    make([]byte, maxReadFrame),
+		done:       make(chan struct{}),
 	}
 	c.tls = tlsState(nc)
 	c.isTLS = c.tls != nil || s.o.TLS
@@ -121,9 +124,7 @@ func (c *conn) serve() {
 	c.br = brPool.Get().(*bufio.Reader)
 	c.br.Reset(c.nc)
 	_ = c.nc.SetReadDeadline(time.Now().Add(c.o.ReadHeaderTimeout))
-	var p [len(preface)]byte
-	if _, err := io.ReadFull(c.br, p[:]); err != nil || string(p[:]) != preface {
-		c.end(nil)
+	if !c.readPreface() {
 		return
 	}
 	c.mu.Lock()
@@ -133,9 +134,28 @@ func (c *conn) serve() {
 	c.loop()
 }
 
+func (c *conn) readPreface() bool {
+	var p [len(preface)]byte
+	if _, err := io.ReadFull(c.br, p[:]); err != nil || string(p[:]) != preface {
+		c.end(nil)
+		return false
+	}
+	return true
+}
+
 // loop reads frames until the connection ends, or a handler running on
 // this goroutine takes it over (WillBlock), having started another loop.
 func (c *conn) loop() {
+	if c.upgraded {
+		// After an Upgrade: h2c, the client's preface follows the 101,
+		// once the first request has been answered.
+		c.upgraded = false
+		c.pumpAndFlush()
+		_ = c.nc.SetReadDeadline(time.Now().Add(c.o.ReadHeaderTimeout))
+		if !c.readPreface() {
+			return
+		}
+	}
 	for {
 		if c.br.Buffered() == 0 {
 			c.pumpAndFlush()
@@ -229,6 +249,7 @@ func (c *conn) end(err error) {
 		c.br = nil
 	}
 	c.srv.forget(c)
+	close(c.done)
 }
 
 // goAway starts a graceful close: GOAWAY with the last stream taken, then
