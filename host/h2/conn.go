@@ -48,8 +48,8 @@ type conn struct {
 	handedOff   bool // a blocking handler took the loop's goroutine
 	idleSet     bool
 	peerSawAck  bool
-	firstHeader bool // the first request's headers are in
-	upgraded    bool // the connection came by Upgrade: h2c; the preface is still to come
+	firstHeader bool          // the first request's headers are in
+	upgraded    bool          // the connection came by Upgrade: h2c; the preface is still to come
 	done        chan struct{} // closed when the connection has ended
 
 	mu         sync.Mutex
