@@ -39,7 +39,6 @@ type conn struct {
 	isTLS bool
 
 	// Read loop only.
-	payload     []byte
 	hdec        *hpack.Decoder
 	hdr         headerBlock // the header block being read
 	lastID      uint32      // highest client stream ID seen
@@ -50,6 +49,7 @@ type conn struct {
 	peerSawAck  bool
 	firstHeader bool          // the first request's headers are in
 	upgraded    bool          // the connection came by Upgrade: h2c; the preface is still to come
+	peerGoAway  bool          // the client sent GOAWAY
 	done        chan struct{} // closed when the connection has ended
 
 	mu         sync.Mutex
@@ -105,7 +105,6 @@ func newConn(s *Server, nc net.Conn) *conn {
 		sendWindow: 65535,
 		initWindow: 65535,
 		maxFrame:   16384,
-		payload:    make([]byte, maxReadFrame),
 		done:       make(chan struct{}),
 	}
 	c.tls = tlsState(nc)
@@ -159,6 +158,13 @@ func (c *conn) loop() {
 	for {
 		if c.br.Buffered() == 0 {
 			c.pumpAndFlush()
+			c.mu.Lock()
+			done := (c.goingAway || c.peerGoAway) && len(c.streams) == 0
+			c.mu.Unlock()
+			if done {
+				c.end(nil) // GOAWAY sent or received, and no stream left
+				return
+			}
 			c.setIdleDeadline()
 		}
 		fh, err := http2.ReadFrameHeader(c.br)
@@ -289,7 +295,7 @@ func (c *conn) flush() {
 	}
 	_, err := c.nc.Write(buf)
 	c.mu.Lock()
-	if cap(buf) <= 4*flushAt {
+	if cap(buf) <= 2*flushAt {
 		c.spare = buf[:0]
 	}
 	if err != nil && c.werr == nil {
@@ -350,10 +356,14 @@ func (c *conn) frame(fh http2.FrameHeader) error {
 	if fh.Length > maxReadFrame {
 		return connError(http2.ErrCodeFrameSize)
 	}
-	p := c.payload[:fh.Length]
-	if _, err := io.ReadFull(c.br, p); err != nil {
+	// The payload is read in place from the read buffer (16 KiB, the
+	// largest frame): what outlives the frame (body data, field values)
+	// is copied out before the next read.
+	p, err := c.br.Peek(int(fh.Length))
+	if err != nil {
 		return err
 	}
+	_, _ = c.br.Discard(len(p))
 	if c.hdr.active && fh.Type != http2.FrameContinuation {
 		return connError(http2.ErrCodeProtocol)
 	}
@@ -410,9 +420,7 @@ func (c *conn) frame(fh http2.FrameHeader) error {
 		if len(p) < 8 {
 			return connError(http2.ErrCodeFrameSize)
 		}
-		c.mu.Lock()
-		c.goingAway = true // the client opens no more streams
-		c.mu.Unlock()
+		c.peerGoAway = true // the client opens no more streams
 		return nil
 	case http2.FrameWindowUpdate:
 		return c.onWindowUpdate(fh, p)

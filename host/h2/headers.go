@@ -67,7 +67,7 @@ func (c *conn) onHeaders(fh http2.FrameHeader, p []byte) error {
 	case id > c.lastID:
 		c.lastID = id
 		switch {
-		case c.goingAway:
+		case c.goingAway || c.peerGoAway:
 			b.ignore = true
 		case b.refuse != 0:
 		case len(c.streams) >= int(c.o.MaxConcurrentStreams) || c.handlers >= int(c.o.MaxConcurrentStreams):

@@ -593,7 +593,9 @@ func (c *conn) writeHeadersLocked(st *stream, endStream bool) {
 	e := c.henc
 	if st.status != 0 {
 		_ = e.WriteField(hf(":status", statusText(st.status)))
-		_ = e.WriteField(hf("date", bstr(date())))
+		if st.resp.get("Date") == nil {
+			_ = e.WriteField(hf("date", bstr(date())))
+		}
 	}
 	for i := range st.resp.kv {
 		name := st.resp.name(i)
