@@ -129,7 +129,7 @@ func defaultListener(addr string) *Listener {
 		MaxHeaderBytes:    16 << 10,
 		MaxRequestBody:    16 << 20,
 		MaxConns:          16384,
-		HTTP2Engine:       "std",
+		HTTP2Engine:       "sluice",
 		Implicit:          true,
 	}
 }

@@ -126,7 +126,7 @@ type Listener struct {
 	HTTP3 bool `json:"http3"`
 	// HTTP2Engine picks the engine of the listener's HTTP/2 (ALPN h2 and
 	// h2c): "sluice" (host/h2, sluice's own) or "std" (net/http, kept as
-	// the fallback). HCL `http2_engine`, default "std".
+	// the fallback). HCL `http2_engine`, default "sluice".
 	HTTP2Engine string `json:"http2_engine"`
 	// TrustedProxies are the peers (addresses or CIDR prefixes) whose
 	// X-Forwarded-For or Forwarded header names the client: allow/deny,

@@ -36,17 +36,18 @@ type ListenerOptions struct {
 	MaxConns          int
 	// TLS terminates TLS here; certificates and policies come from the
 	// current generation's tlsconf.Table for the address. One TLS
-	// listener serves HTTP/1.1 (fasthttp) and HTTP/2 (net/http), chosen
-	// by ALPN.
+	// listener serves HTTP/1.1 (fasthttp) and HTTP/2 (host/h2, or
+	// net/http: HTTP2Engine), chosen by ALPN.
 	TLS bool
 	// H2C serves cleartext HTTP/2 with prior knowledge on a plain
-	// listener: connections that open with the HTTP/2 preface go to
-	// net/http, the rest to fasthttp.
+	// listener: connections that open with the HTTP/2 preface go to the
+	// HTTP/2 engine, the rest to fasthttp (which hands an Upgrade: h2c
+	// request to host/h2).
 	H2C bool
 	// HTTP3 also serves HTTP/3 on the port over UDP (h3.go); TLS only.
 	HTTP3 bool
-	// HTTP2Engine is "sluice" for sluice's own HTTP/2 engine (host/h2);
-	// anything else is net/http's.
+	// HTTP2Engine is "std" for net/http's HTTP/2 server; anything else
+	// ("sluice", the default) is sluice's own engine (host/h2).
 	HTTP2Engine string
 }
 
