@@ -1,6 +1,7 @@
 // Package exchangetest runs an exchange.Handler behind every engine
 // adapter on loopback, so that one table test covers them all: fasthttp
-// (HTTP/1.1), net/http (HTTP/1.1 and HTTP/2 without TLS) and quic-go's
+// (HTTP/1.1), net/http (HTTP/1.1 and HTTP/2 without TLS), sluice's own
+// HTTP/2 engine (host/h2, without TLS) and quic-go's
 // http3.Server (HTTP/3 over UDP, with a throwaway certificate the
 // engine's client trusts).
 package exchangetest
