@@ -189,6 +189,7 @@ func defaultListener(addr string) *Listener {
 		MaxHeaderBytes:    16 << 10,
 		MaxRequestBody:    16 << 20,
 		MaxConns:          16384,
+		HTTP2Engine:       "sluice",
 		Implicit:          true,
 	}
 }
@@ -196,7 +197,7 @@ func defaultListener(addr string) *Listener {
 func (d *decoder) listener(blk *hcl.Block) *Listener {
 	b := d.content(blk.Body, fmt.Sprintf("listener %q", blk.Labels[0]), blk.DefRange, []string{
 		"read_timeout", "read_header_timeout", "write_timeout", "idle_timeout",
-		"max_header_bytes", "max_request_body", "max_conns", "h2c", "http3", "tcp_nopush", "trusted_proxies"})
+		"max_header_bytes", "max_request_body", "max_conns", "h2c", "http3", "tcp_nopush", "http2_engine", "trusted_proxies"})
 	l := defaultListener(blk.Labels[0])
 	l.Implicit = false
 	l.Range = blk.LabelRanges[0]
@@ -215,6 +216,7 @@ func (d *decoder) listener(blk *hcl.Block) *Listener {
 	b.boolean("h2c", &l.H2C)
 	b.boolean("http3", &l.HTTP3)
 	b.boolean("tcp_nopush", &l.TCPNoPush)
+	b.oneOf("http2_engine", &l.HTTP2Engine, "sluice", "std")
 	if ranges, ok := b.strList("trusted_proxies", &l.TrustedProxies); ok {
 		for i, c := range l.TrustedProxies {
 			if err := checkCIDR(c); err != nil {

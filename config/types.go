@@ -120,8 +120,9 @@ type Listener struct {
 	// connections wait in the accept queue. HCL `max_conns`, default 16384;
 	// 0 means no limit.
 	MaxConns int `json:"max_conns"`
-	// H2C enables cleartext HTTP/2 (prior knowledge and Upgrade) on a
-	// listener without TLS. HCL `h2c`, default false.
+	// H2C enables cleartext HTTP/2 on a listener without TLS: with prior
+	// knowledge, and by Upgrade: h2c on the "sluice" HTTP2Engine. HCL
+	// `h2c`, default false.
 	H2C bool `json:"h2c"`
 	// TCPNoPush sends a large HTTP/1.1 response (a body over 4 KiB) in
 	// full TCP segments, under TCP_CORK from its head to its last byte, as
@@ -133,6 +134,10 @@ type Listener struct {
 	// advertises it to HTTP/1.1 and HTTP/2 clients with Alt-Svc. Only on a
 	// TLS address. HCL `http3`, default false.
 	HTTP3 bool `json:"http3"`
+	// HTTP2Engine picks the engine of the listener's HTTP/2 (ALPN h2 and
+	// h2c): "sluice" (host/h2, sluice's own) or "std" (net/http, kept as
+	// the fallback). HCL `http2_engine`, default "sluice".
+	HTTP2Engine string `json:"http2_engine"`
 	// TrustedProxies are the peers (addresses or CIDR prefixes) whose
 	// X-Forwarded-For or Forwarded header names the client: allow/deny,
 	// rate limits, access logs and the proxy's X-Forwarded-For then all

@@ -95,6 +95,7 @@ func Build(cfg *config.Config, d Deps) (_ *Generation, err error) {
 			H2C:               l.H2C,
 			HTTP3:             l.HTTP3,
 			TCPNoPush:         l.TCPNoPush,
+			HTTP2Engine:       l.HTTP2Engine,
 		})
 	}
 	if err := buildTLS(cfg, g, d.Log); err != nil {

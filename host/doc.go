@@ -7,8 +7,9 @@
 //	                                                 [host/internal/lazyconn]
 //	  → TLS, SNI picks the site's certificate; ALPN picks the engine
 //	                                                 [host/tlsconf, tls.go]
-//	  → engine: fasthttp for HTTP/1.1, net/http for HTTP/2, quic-go for
-//	    HTTP/3 (h3.go), all wrapped in one exchange.Exchange [host/exchange]
+//	  → engine: fasthttp for HTTP/1.1, sluice's own for HTTP/2 [host/h2]
+//	    (or net/http: http2_engine), quic-go for HTTP/3 (h3.go), all
+//	    wrapped in one exchange.Exchange               [host/exchange]
 //	  → current generation, one atomic load          (server.go: dispatch)
 //	  → the front door, the same for every engine: HTTP version, the
 //	    authority (absolute-form replaces Host), client address

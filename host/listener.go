@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/h2"
 	"github.com/sluicehq/sluice/host/handover"
 	"github.com/sluicehq/sluice/host/internal/lazyconn"
 	"github.com/sluicehq/sluice/host/tlsconf"
@@ -37,18 +38,22 @@ type ListenerOptions struct {
 	MaxConns          int
 	// TLS terminates TLS here; certificates and policies come from the
 	// current generation's tlsconf.Table for the address. One TLS
-	// listener serves HTTP/1.1 (fasthttp) and HTTP/2 (net/http), chosen
-	// by ALPN.
+	// listener serves HTTP/1.1 (fasthttp) and HTTP/2 (host/h2, or
+	// net/http: HTTP2Engine), chosen by ALPN.
 	TLS bool
 	// H2C serves cleartext HTTP/2 with prior knowledge on a plain
-	// listener: connections that open with the HTTP/2 preface go to
-	// net/http, the rest to fasthttp.
+	// listener: connections that open with the HTTP/2 preface go to the
+	// HTTP/2 engine, the rest to fasthttp (which hands an Upgrade: h2c
+	// request to host/h2).
 	H2C bool
 	// HTTP3 also serves HTTP/3 on the port over UDP (h3.go); TLS only.
 	HTTP3 bool
 	// TCPNoPush corks large HTTP/1.1 responses on plain connections
 	// (exchange.CorkFast).
 	TCPNoPush bool
+	// HTTP2Engine is "std" for net/http's HTTP/2 server; anything else
+	// ("sluice", the default) is sluice's own engine (host/h2).
+	HTTP2Engine string
 }
 
 // listener is one listening socket and the engines behind it. It
@@ -66,7 +71,8 @@ type listener struct {
 	ln   net.Listener // the bound socket; Close stops every engine's accepting
 	raw  net.Listener
 	fast *fasthttp.Server
-	std  *http.Server // HTTP/2 (ALPN h2, or h2c prior knowledge); nil when neither
+	std  *http.Server // HTTP/2 (ALPN h2, or h2c prior knowledge) on net/http; nil when neither
+	h2   *h2.Server   // HTTP/2 on sluice's own engine, in place of std (http2_engine "sluice")
 	// toFast and toStd receive the connections the accept loop sorted;
 	// nil when fasthttp serves the socket itself.
 	toFast, toStd *connQueue
@@ -100,7 +106,11 @@ func (s *Server) openListener(o ListenerOptions) (*listener, error) {
 	h := s.dispatch(l)
 	l.fast = l.newFast(h)
 	if o.TLS || o.H2C {
-		l.std = l.newStd(exchange.Std(h, s.renderError))
+		if o.HTTP2Engine != "std" {
+			l.h2 = l.newH2(h)
+		} else {
+			l.std = l.newStd(exchange.Std(h, s.renderError))
+		}
 		l.toFast, l.toStd = newConnQueue(raw.Addr()), newConnQueue(raw.Addr())
 	}
 	if o.TLS {
@@ -142,7 +152,11 @@ func (l *listener) serve() {
 		serve("fasthttp", func() error { return l.fast.Serve(l.ln) })
 	} else {
 		serve("fasthttp", func() error { return l.fast.Serve(l.toFast) })
-		serve("net/http", func() error { return l.std.Serve(l.toStd) })
+		if l.h2 != nil {
+			serve("h2", func() error { return l.h2.Serve(l.toStd) })
+		} else {
+			serve("net/http", func() error { return l.std.Serve(l.toStd) })
+		}
 		serve("accept", l.acceptLoop)
 	}
 	if l.h3 != nil {
@@ -268,6 +282,24 @@ func (l *listener) newStd(h http.Handler) *http.Server {
 	return srv
 }
 
+// newH2 configures sluice's own HTTP/2 engine with the listener's
+// limits. Its flow-control windows and stream cap are net/http's.
+func (l *listener) newH2(h exchange.Handler) *h2.Server {
+	o := l.opts
+	return h2.New(h2.Options{
+		Handler:              h,
+		OnError:              l.srv.renderError,
+		TLS:                  o.TLS,
+		MaxConcurrentStreams: 250,
+		MaxHeaderBytes:       int(o.MaxHeaderBytes),
+		ReadHeaderTimeout:    l.handshake,
+		ReadTimeout:          o.ReadTimeout,
+		WriteTimeout:         o.WriteTimeout,
+		IdleTimeout:          o.IdleTimeout,
+		Log:                  l.log,
+	})
+}
+
 // acceptLoop sorts connections to the engines: after the TLS handshake by
 // ALPN protocol, or on a plain h2c listener by the first bytes. Each
 // connection is looked at in its own goroutine so that a slow client
@@ -307,7 +339,7 @@ func (l *listener) sortTLS(c net.Conn) {
 	_ = c.SetDeadline(time.Time{})
 	switch tc.ConnectionState().NegotiatedProtocol {
 	case "h2":
-		if l.opts.ReadTimeout > 0 {
+		if l.opts.ReadTimeout > 0 && l.h2 == nil { // host/h2 keeps its own deadlines
 			// The preface, SETTINGS and first request's headers arrive
 			// within read_header_timeout (headDeadlineConn).
 			hc.held.Store(true)
@@ -402,6 +434,10 @@ func (l *listener) fastHandler(next fasthttp.RequestHandler) fasthttp.RequestHan
 			l.engineError(ctx, err)
 			return
 		}
+		if l.h2 != nil && l.base == nil && h2cUpgrade(h) {
+			l.upgradeH2C(ctx)
+			return
+		}
 		next(ctx)
 		if l.opts.TCPNoPush && !l.opts.TLS {
 			exchange.CorkFast(ctx)
@@ -412,12 +448,90 @@ func (l *listener) fastHandler(next fasthttp.RequestHandler) fasthttp.RequestHan
 	}
 }
 
+// h2cUpgrade reports whether a request asks to switch to h2c (RFC 7540,
+// 3.2; RFC 9113 deprecates it, but some clients still send it): Upgrade
+// names h2c, HTTP2-Settings is there, and no body comes with it (a
+// request with a body is served over HTTP/1.1, which the RFC allows).
+func h2cUpgrade(h *fasthttp.RequestHeader) bool {
+	if n := h.ContentLength(); n != 0 && n != -2 {
+		return false
+	}
+	return h.Peek("HTTP2-Settings") != nil && hasToken(h.Peek("Upgrade"), "h2c") &&
+		hasToken(h.Peek("Connection"), "upgrade")
+}
+
+// upgradeH2C answers 101 and hands the connection to host/h2, the
+// request becoming its stream 1 (an h2c listener on the sluice engine).
+func (l *listener) upgradeH2C(ctx *fasthttp.RequestCtx) {
+	h := &ctx.Request.Header
+	conn := h.Peek("Connection")
+	u := &h2.Upgrade{Method: string(h.Method()), RequestURI: string(h.RequestURI()), Host: string(h.Host()),
+		Settings: string(h.Peek("HTTP2-Settings"))}
+	if _, ok := h2.DecodeSettings(u.Settings); !ok {
+		ctx.SetConnectionClose()
+		ctx.SetStatusCode(fasthttp.StatusBadRequest)
+		ctx.SetBodyString("bad request: malformed HTTP2-Settings\n")
+		return
+	}
+	for k, v := range h.All() {
+		switch {
+		case hopField(k), hasToken(conn, string(k)):
+			continue
+		}
+		u.Fields = append(u.Fields, string(k), string(v))
+	}
+	ctx.HijackSetNoResponse(true)
+	ctx.Hijack(func(c net.Conn) {
+		if _, err := io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n"); err != nil {
+			return
+		}
+		l.h2.ServeUpgrade(c, nil, u)
+	})
+}
+
+// hopField reports the fields of an h2c upgrade request that do not
+// carry over to HTTP/2.
+func hopField(k []byte) bool {
+	for _, n := range [...]string{"Connection", "Upgrade", "HTTP2-Settings", "Host", "Keep-Alive",
+		"Proxy-Connection", "Transfer-Encoding", "TE", "Content-Length"} {
+		if bytes.EqualFold(k, []byte(n)) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasToken reports whether a comma-separated field value lists tok
+// (case-insensitive).
+func hasToken(v []byte, tok string) bool {
+	for len(v) > 0 {
+		i := bytes.IndexByte(v, ',')
+		item := v
+		if i >= 0 {
+			item, v = v[:i], v[i+1:]
+		} else {
+			v = nil
+		}
+		if bytes.EqualFold(bytes.TrimSpace(item), []byte(tok)) {
+			return true
+		}
+	}
+	return false
+}
+
 // engineError answers requests the engine could not parse: malformed
 // framing is a 400 (a transfer coding other than chunked too: RFC 9112,
 // section 6.3, requires it where chunked is not the final coding, and
 // allows it for the rest), an oversized header a 431, an oversized body a
 // 413.
 func (l *listener) engineError(ctx *fasthttp.RequestCtx, err error) {
+	if l.opts.H2C && strings.Contains(err.Error(), "unsupported http version") {
+		// On an h2c listener, a first line that is neither the HTTP/2
+		// preface nor an HTTP/1.x request line is a failed preface
+		// (RFC 9113, 3.4): the connection closes unanswered.
+		_ = ctx.Conn().Close()
+		return
+	}
 	status, msg := fasthttp.StatusBadRequest, "bad request"
 	var small *fasthttp.ErrSmallBuffer
 	switch {
@@ -457,6 +571,10 @@ func (l *listener) shutdown(ctx context.Context) error {
 		_ = l.ln.Close() // the fast path's Serve closes it itself
 	}
 	var wg sync.WaitGroup
+	var h2err error
+	if l.h2 != nil {
+		wg.Go(func() { h2err = l.h2.Shutdown(ctx) })
+	}
 	if l.std != nil {
 		wg.Add(1)
 		go func() {
@@ -472,7 +590,7 @@ func (l *listener) shutdown(ctx context.Context) error {
 	}
 	ferr := l.fast.ShutdownWithContext(ctx)
 	wg.Wait()
-	errs = append(errs, ferr, h3err)
+	errs = append(errs, ferr, h3err, h2err)
 	select {
 	case <-l.done:
 		// Upgraded connections (WebSocket) have left the engines; they

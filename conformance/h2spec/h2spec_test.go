@@ -34,10 +34,11 @@ type exception struct {
 	racy bool
 }
 
-// knownFailures are the h2spec cases sluice fails on purpose or cannot
-// pass (net/http's HTTP/2 server decides them), each with the reason,
-// also in conformance/README.md. Any other failure fails the suite; a
-// known failure that starts passing is reported so that its entry can go.
+// knownFailures are the h2spec cases sluice fails with net/http's HTTP/2
+// server (http2_engine "std"), which decides them, each with the reason,
+// also in conformance/README.md. sluice's own engine ("sluice") has none.
+// Any other failure fails the suite; a known failure that starts passing
+// is reported so that its entry can go.
 var knownFailures = map[string]exception{
 	"http2/6.5.3/1":   {why: "net/http refuses a SETTINGS frame that repeats a setting (connection error); RFC 9113 6.5.3 processes them in order"},
 	"http2/8.1.2.2/1": {why: "net/http answers a request with connection-specific fields with 400, which RFC 9113 8.1.1 allows for malformed requests"},
@@ -45,7 +46,6 @@ var knownFailures = map[string]exception{
 	"http2/6.9.1/3":   {racy: true, why: "the response is complete and the stream closed before h2spec's WINDOW_UPDATEs arrive, so the reset says STREAM_CLOSED"},
 	"http2/8.1.2.6/1": {racy: true, why: "the fixed response goes out before the body is read, so the Content-Length mismatch is found after answering; RFC 9113 8.1.1 lets a server answer a malformed request"},
 	"http2/8.1.2.6/2": {racy: true, why: "as http2/8.1.2.6/1"},
-	"http2/3.5/2":     {racy: true, why: "h2c: the listener also speaks HTTP/1.1, so bytes that are not the preface are an HTTP/1.1 request, answered 400 by fasthttp"},
 }
 
 func freeAddr(t *testing.T) string {
@@ -60,7 +60,7 @@ func freeAddr(t *testing.T) string {
 
 // serve starts sluice with one site on a TLS listener and on a plain
 // listener with h2c, both answering a small fixed response.
-func serve(t *testing.T, k tlstest.Kind) (tlsAddr, h2cAddr string) {
+func serve(t *testing.T, k tlstest.Kind, engine string) (tlsAddr, h2cAddr string) {
 	dir := t.TempDir()
 	ca := tlstest.NewCA(t, k)
 	cert, key := ca.Server(t, "h2spec.test", "127.0.0.1").Write(t, dir, "")
@@ -73,7 +73,8 @@ func serve(t *testing.T, k tlstest.Kind) (tlsAddr, h2cAddr string) {
 	listener := func(addr string, site string, tls bool) *config.Listener {
 		return &config.Listener{Address: addr, TLS: tls, H2C: !tls, Sites: []string{site}, DefaultSite: site,
 			ReadTimeout: 60 * time.Second, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 60 * time.Second,
-			IdleTimeout: 120 * time.Second, MaxHeaderBytes: 16 << 10, MaxRequestBody: 16 << 20, MaxConns: 16384}
+			IdleTimeout: 120 * time.Second, MaxHeaderBytes: 16 << 10, MaxRequestBody: 16 << 20, MaxConns: 16384,
+			HTTP2Engine: engine}
 	}
 	cfg := &config.Config{Sites: sites, Listeners: []*config.Listener{listener(tlsAddr, "h2spec.test", true), listener(h2cAddr, "plain.test", false)}}
 	cfg.Server.ShutdownTimeout = 2 * time.Second
@@ -156,12 +157,12 @@ func run(t *testing.T, bin, addr string, tls bool) result {
 	return r
 }
 
-func check(t *testing.T, name string, r result) {
+func check(t *testing.T, name string, r result, known map[string]exception) {
 	total := len(r.passed) + len(r.failed) + len(r.skipped)
 	t.Logf("h2spec %s: %d/%d passed, %d failed, %d skipped", name, len(r.passed), total, len(r.failed), len(r.skipped))
 	var unexpected []string
 	for _, id := range r.failed {
-		if _, ok := knownFailures[id]; !ok {
+		if _, ok := known[id]; !ok {
 			unexpected = append(unexpected, id)
 		}
 	}
@@ -170,7 +171,7 @@ func check(t *testing.T, name string, r result) {
 		t.Errorf("h2spec %s: unexpected failures: %s", name, strings.Join(unexpected, ", "))
 	}
 	for _, id := range r.passed {
-		if e, ok := knownFailures[id]; ok && !e.racy {
+		if e, ok := known[id]; ok && !e.racy {
 			t.Logf("h2spec %s: %s now passes; remove it from knownFailures (%s)", name, id, e.why)
 		}
 	}
@@ -178,13 +179,19 @@ func check(t *testing.T, name string, r result) {
 
 func TestH2spec(t *testing.T) {
 	bin := gotool.Install(t, "github.com/summerwind/h2spec/cmd/h2spec", h2specVersion)
-	for _, k := range tlstest.Kinds {
-		t.Run("tls-"+string(k), func(t *testing.T) {
-			tlsAddr, h2cAddr := serve(t, k)
-			check(t, "tls/"+string(k), run(t, bin, tlsAddr, true))
-			if k == tlstest.ECDSA {
-				check(t, "h2c", run(t, bin, h2cAddr, false))
-			}
-		})
+	for _, engine := range []string{"sluice", "std"} {
+		known := knownFailures
+		if engine == "sluice" {
+			known = nil // strict: every case passes
+		}
+		for _, k := range tlstest.Kinds {
+			t.Run(engine+"/tls-"+string(k), func(t *testing.T) {
+				tlsAddr, h2cAddr := serve(t, k, engine)
+				check(t, engine+"/tls/"+string(k), run(t, bin, tlsAddr, true), known)
+				if k == tlstest.ECDSA {
+					check(t, engine+"/h2c", run(t, bin, h2cAddr, false), known)
+				}
+			})
+		}
 	}
 }

@@ -66,8 +66,11 @@ var ErrBodyTooLarge = &Error{Status: http.StatusRequestEntityTooLarge, Message: 
 // more than n bytes have been read. The front door calls it for bodies of
 // unknown length; a declared length over n is refused before.
 func LimitRequestBody(x Exchange, n int64) {
-	if l, ok := x.(interface{ limitBody(int64) }); ok {
+	switch l := x.(type) {
+	case interface{ limitBody(int64) }:
 		l.limitBody(n)
+	case interface{ LimitRequestBody(int64) }: // an adapter outside this package
+		l.LimitRequestBody(n)
 	}
 }
 
@@ -136,8 +139,11 @@ func (x *stdExchange) closeConnection() {
 // stream, rather than an HTTP/1.x connection (whatever version its
 // request line claimed).
 func Multiplexed(x Exchange) bool {
-	if m, ok := x.(interface{ multiplexed() bool }); ok {
+	switch m := x.(type) {
+	case interface{ multiplexed() bool }:
 		return m.multiplexed()
+	case interface{ Multiplexed() bool }: // an adapter outside this package
+		return m.Multiplexed()
 	}
 	return false
 }

@@ -3,9 +3,10 @@
 // reverse proxy), the filter host and the error renderer.
 //
 // Where it sits on the request path: an engine (fasthttp for HTTP/1.1,
-// net/http for HTTP/2, quic-go's http3.Server, a net/http handler too,
-// for HTTP/3) accepts a request, wraps it in an Exchange through its
-// adapter (Fast or Std), and hands it to a Handler. Everything after
+// sluice's own, host/h2, or net/http for HTTP/2, quic-go's http3.Server,
+// a net/http handler too, for HTTP/3) accepts a request, wraps it in an
+// Exchange through its adapter (Fast, Std, or host/h2's stream, which
+// embeds Hooks: engine.go), and hands it to a Handler. Everything after
 // that point is written once against Exchange and runs unchanged on both
 // engines.
 //

@@ -23,7 +23,7 @@ var ok = exchange.HandlerFunc(func(x exchange.Exchange) error {
 })
 
 func TestRateLimit429(t *testing.T) {
-	for _, e := range []string{"fast", "std", "std-h2c", "h3"} {
+	for _, e := range []string{"fast", "std", "std-h2c", "h2", "h3"} {
 		t.Run(e, func(t *testing.T) {
 			l, err := gateway.NewLimiter(gateway.RateLimit{Rate: 0.5, Burst: 2, Key: "header:X-Key"})
 			if err != nil {

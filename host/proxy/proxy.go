@@ -275,6 +275,7 @@ func (h *Handler) ServeExchange(x exchange.Exchange) error {
 	if isUpgrade(x) {
 		return h.serveUpgrade(x)
 	}
+	exchange.WillBlock(x) // the upstream may be slow: not on a read loop
 	s := h.states.Get().(*state)
 	s.start(x, cl)
 	err := h.serve(s)

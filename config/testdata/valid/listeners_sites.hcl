@@ -20,6 +20,7 @@ listener ":8080" {
   max_request_body    = "0B"
   max_conns           = 0
   h2c                 = true
+  http2_engine        = "std"
 }
 
 site "a.example" {

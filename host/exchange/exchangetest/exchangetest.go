@@ -1,6 +1,7 @@
 // Package exchangetest runs an exchange.Handler behind every engine
 // adapter on loopback, so that one table test covers them all: fasthttp
-// (HTTP/1.1), net/http (HTTP/1.1 and HTTP/2 without TLS) and quic-go's
+// (HTTP/1.1), net/http (HTTP/1.1 and HTTP/2 without TLS), sluice's own
+// HTTP/2 engine (host/h2, without TLS) and quic-go's
 // http3.Server (HTTP/3 over UDP, with a throwaway certificate the
 // engine's client trusts).
 package exchangetest
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/h2"
 	"github.com/sluicehq/sluice/host/internal/lazyconn"
 	"github.com/valyala/fasthttp"
 )
@@ -24,7 +26,8 @@ import (
 // Engine is one running server for a test.
 type Engine struct {
 	// Name is "fast" (fasthttp, HTTP/1.1), "std" (net/http, HTTP/1.1),
-	// "std-h2c" (net/http, HTTP/2 without TLS) or "h3" (quic-go's
+	// "std-h2c" (net/http, HTTP/2 without TLS), "h2" (sluice's own
+	// HTTP/2 engine, host/h2, without TLS) or "h3" (quic-go's
 	// http3.Server, HTTP/3 over UDP).
 	Name string
 	// URL is "http://127.0.0.1:PORT", or "https://127.0.0.1:PORT" for
@@ -57,7 +60,7 @@ func RenderError(x exchange.Exchange, err error) {
 // Engines starts h behind each adapter and stops them when t ends.
 func Engines(t testing.TB, h exchange.Handler) []Engine {
 	t.Helper()
-	return []Engine{startFast(t, h), startStd(t, h, false), startStd(t, h, true), startH3(t, h)}
+	return []Engine{startFast(t, h), startStd(t, h, false), startStd(t, h, true), startH2(t, h), startH3(t, h)}
 }
 
 func listen(t testing.TB) net.Listener {
@@ -114,6 +117,26 @@ func startStd(t testing.TB, h exchange.Handler, h2c bool) Engine {
 	})
 	t.Cleanup(tr.CloseIdleConnections)
 	return Engine{Name: name, URL: "http://" + ln.Addr().String(), Proto: proto,
+		Client: &http.Client{Transport: tr, CheckRedirect: noRedirect, Timeout: 10 * time.Second}}
+}
+
+// startH2 serves h with sluice's own HTTP/2 engine, cleartext with prior
+// knowledge.
+func startH2(t testing.TB, h exchange.Handler) Engine {
+	ln := listen(t)
+	srv := h2.New(h2.Options{Handler: h, OnError: RenderError, ReadHeaderTimeout: 10 * time.Second})
+	go srv.Serve(ln)
+	t.Cleanup(func() {
+		_ = ln.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	var cp http.Protocols
+	cp.SetUnencryptedHTTP2(true)
+	tr := &http.Transport{DisableCompression: true, Protocols: &cp}
+	t.Cleanup(tr.CloseIdleConnections)
+	return Engine{Name: "h2", URL: "http://" + ln.Addr().String(), Proto: "HTTP/2.0",
 		Client: &http.Client{Transport: tr, CheckRedirect: noRedirect, Timeout: 10 * time.Second}}
 }
 

@@ -1,0 +1,8 @@
+listener ":8080" {
+  http2_engine = "fast"
+}
+site "*" {
+  route "/" {
+    respond {}
+  }
+}

@@ -1,0 +1,65 @@
+package exchange
+
+import (
+	"io"
+	"net"
+	"time"
+)
+
+// What an engine adapter outside this package (host/h2) needs to serve
+// the same Exchange contract as Fast and Std.
+
+// Hooks is embedded by an adapter outside this package so that the front
+// door's per-request hooks reach it: SetClient, PeerTrusted, SetRawPath
+// and RawPath work on it as on Fast and Std.
+type Hooks struct {
+	conn
+	rawPaths
+}
+
+// Client returns the client's address as SetClient recorded it, or nil
+// when the peer is the client.
+func (h *Hooks) Client() net.Addr { return h.client }
+
+// ResetHooks forgets what the front door recorded, for a pooled adapter.
+func (h *Hooks) ResetHooks() { *h = Hooks{} }
+
+// NewLimitedBody returns r failing with ErrBodyTooLarge once more than n
+// bytes have been read: what LimitRequestBody installs. An adapter's
+// LimitRequestBody(n) method uses it.
+func NewLimitedBody(r io.Reader, n int64) io.Reader { return &limitedBody{r: r, n: n} }
+
+// ReadBounded reads r to io.EOF, but never more than limit+1 bytes (no
+// limit when negative): fits is false when there were more than limit. A
+// non-zero deadline is checked before each read. It is what
+// BufferBodyLimit does on a reader.
+func ReadBounded(r io.Reader, limit int64, deadline time.Time) (b []byte, fits bool, err error) {
+	return readBounded(r, limit, deadline)
+}
+
+// BufferStream runs a Stream producer into memory under the rules of
+// BufferBodyLimit: at most limit bytes (none when negative), writes
+// refused once deadline (when not zero) has passed.
+func BufferStream(fn func(StreamWriter) error, limit int64, deadline time.Time) (b []byte, fits bool, err error) {
+	w := &limitWriter{limit: limit, deadline: deadline}
+	err = fn(w)
+	switch {
+	case w.err == errOverLimit: // also when fn ignored the error
+		return nil, false, nil
+	case w.err != nil:
+		return nil, false, w.err
+	}
+	return w.buf.Bytes(), err == nil, err
+}
+
+// WillBlock tells the engine that the handler is about to wait on
+// something other than its client: an upstream, say. An engine that runs
+// handlers on its connection's read loop (host/h2) moves the loop to
+// another goroutine, so that the connection's other requests go on. It
+// does nothing on the other engines, whose handlers have a goroutine
+// (or a connection) of their own.
+func WillBlock(x Exchange) {
+	if b, ok := x.(interface{ WillBlock() }); ok {
+		b.WillBlock()
+	}
+}

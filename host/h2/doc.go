@@ -1,0 +1,25 @@
+// Package h2 is sluice's own HTTP/2 server engine (RFC 9113): it serves
+// the connections a listener sorted to HTTP/2 (TLS with ALPN "h2", or a
+// cleartext connection that opened with the HTTP/2 preface) and hands
+// each request to the same exchange.Handler as the fasthttp engine, with
+// no net/http in between.
+//
+// Where it sits on the request path: listener (host/listener.go) → this
+// engine (frames, HPACK, streams, flow control) → its Exchange adapter
+// (stream.go) → the host's dispatch (front door, routing, filters, the
+// native handler) → the response, committed after the handler returns
+// as HEADERS and DATA frames.
+//
+// One goroutine reads a connection's frames. A request that arrives
+// complete (END_STREAM on its HEADERS) is handled inline on that
+// goroutine; one with a body, or whose handler says it will wait on
+// something other than the client (exchange.WillBlock: the proxy), runs
+// on a goroutine of its own, at most one per open stream (host/RATIONALE.md,
+// "Why does the HTTP/2 engine run handlers inline?"). Frames of every
+// stream are appended to one buffer and written with one write per turn
+// of the read loop.
+//
+// Framing uses golang.org/x/net/http2's frame header reader, types and
+// constants and golang.org/x/net/http2/hpack; the payload parsing is
+// here, so that no frame is allocated.
+package h2
