@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -207,5 +208,69 @@ func checkRules(t *testing.T, c wafCase, log string) {
 		if seen[id] != 1 {
 			t.Errorf("%s: rule %s logged %d times, want 1; rules matched: %v", c.name, id, seen[id], seen)
 		}
+	}
+}
+
+// TestWAFMatchesCounted: through a served config with metrics, each rule
+// the waf filter logs is counted in sluice_filter_log_records_total
+// (level warn): a clean request adds nothing, an attack one per match.
+func TestWAFMatchesCounted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the waf module takes seconds to compile")
+	}
+	inst, base, _ := startConfig(t, `
+server {
+  cache_dir = "`+filepath.Join(os.TempDir(), "sluice-test-wasm-cache")+`"
+}
+admin {
+  listen = "127.0.0.1:`+strconv.Itoa(freePort(t))+`"
+}
+filter "waf" {
+  module = "`+guestModule(t, "../filters/waf/waf.wasm")+`"
+  memory       = "256MiB"
+  timeout      = "10s"
+  init_timeout = "5m"
+  pool {
+    size = 1
+  }
+}
+site "*" {
+  listen = ["127.0.0.1:PORT"]
+  route "/" {
+    filters = ["waf"]
+    respond {
+      status = 200
+      body   = "ok"
+    }
+  }
+}
+`)
+	admin := "http://" + inst.AdminAddr()
+	const name = `sluice_filter_log_records_total{filter="waf",level="warn"}`
+	get := func(target, ua string) int {
+		req, _ := http.NewRequest("GET", base+target, nil)
+		req.Host = "shop.example"
+		req.Header.Set("User-Agent", ua)
+		req.Header.Set("Accept", "text/html")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if s := get("/products?id=42", "Mozilla/5.0"); s != 200 {
+		t.Fatalf("clean request: %d", s)
+	}
+	if lines := metricLines(t, admin, name); len(lines) != 0 {
+		t.Errorf("after a clean request: %v, want no series", lines)
+	}
+	if s := get("/", "sqlmap/1.8"); s != 403 {
+		t.Fatalf("scanner: %d, want 403", s)
+	}
+	// 913100 (the scanner's user agent) and 949110 (the anomaly score).
+	if v := metricValue(t, admin, name); v != 2 {
+		t.Errorf("after a scanner's request %s = %v, want 2", name, v)
 	}
 }
