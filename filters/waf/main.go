@@ -27,6 +27,10 @@ type config struct {
 	Paranoia int `json:"paranoia"`
 	// CRS includes the embedded Core Rule Set. Default true.
 	CRS *bool `json:"crs"`
+	// Setup are SecLang lines placed before the CRS rules (after its
+	// crs-setup.conf.example): SecActions that set the CRS's tx
+	// variables, rules that must run first in their phase.
+	Setup []string `json:"setup"`
 	// Directives are SecLang lines added after the CRS: exclusions,
 	// rules of one's own.
 	Directives []string `json:"directives"`
@@ -57,7 +61,6 @@ var (
 const crsSetup = `SecAction "id:900000,phase:1,pass,t:none,nolog,setvar:tx.blocking_paranoia_level=%d"
 SecAction "id:900001,phase:1,pass,t:none,nolog,setvar:tx.detection_paranoia_level=%d"
 Include @crs-setup.conf.example
-Include @owasp_crs/*.conf
 `
 
 func init() {
@@ -131,8 +134,16 @@ func directives(c *config) (string, error) {
 	// Bodies over the limit are inspected up to it; the rest passes.
 	b.WriteString("SecRequestBodyLimitAction ProcessPartial\nSecResponseBodyLimitAction ProcessPartial\n")
 	b.WriteString("SecResponseBodyMimeType text/plain text/html text/xml application/json\n")
-	if c.CRS == nil || *c.CRS {
+	crs := c.CRS == nil || *c.CRS
+	if crs {
 		fmt.Fprintf(&b, crsSetup, p, p)
+	}
+	for _, d := range c.Setup {
+		b.WriteString(d)
+		b.WriteByte('\n')
+	}
+	if crs {
+		b.WriteString("Include @owasp_crs/*.conf\n")
 	}
 	for _, d := range c.Directives {
 		b.WriteString(d)

@@ -33,6 +33,7 @@ func TestBadConfig(t *testing.T) {
 func TestDirectivesAndBodies(t *testing.T) {
 	f := sluicetest.New(t, `{
 		"crs": false,
+		"setup": ["SecRule REQUEST_HEADERS:X-Skip \"@streq 1\" \"id:1000,phase:2,pass,nolog,ctl:ruleRemoveById=1001\""],
 		"request_body_limit": 8,
 		"response_body_limit": 1024,
 		"directives": [
@@ -45,6 +46,7 @@ func TestDirectivesAndBodies(t *testing.T) {
 		status         int
 	}{
 		{"evil=1", "ok", 403},
+		{"evil=1&skip", "ok", 200}, // setup's rule runs first and removes 1001
 		{"12345678evil", "ok", 200}, // past the limit: not inspected
 		{"fine", "a secret", 403},
 		{"fine", "ok", 200},
@@ -58,6 +60,9 @@ func TestDirectivesAndBodies(t *testing.T) {
 		})
 		r := sluicetest.NewRequest("POST", "/", c.body)
 		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if strings.HasSuffix(c.body, "&skip") {
+			r.Header.Set("X-Skip", "1")
+		}
 		res := f.Do(r)
 		if res.Status != c.status {
 			t.Errorf("body %q, upstream %q: status %d, want %d", c.body, c.upstream, res.Status, c.status)
