@@ -97,3 +97,24 @@ func TestCRSBlocksAndLogs(t *testing.T) {
 		t.Errorf("clean request: status %d", res.Status)
 	}
 }
+
+// TestResponseRulesLogged: with response_body_limit set, a response that
+// leaks an error message matches the CRS's response rules, and their
+// matches are logged like the request's.
+func TestResponseRulesLogged(t *testing.T) {
+	f := sluicetest.New(t, `{"mode": "detect", "paranoia": 2, "response_body_limit": 4096}`)
+	f.Next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, "Invalid date selected")
+	})
+	r := sluicetest.NewRequest("GET", "/calendar", "")
+	r.Host = "shop.example"
+	res := f.Do(r)
+	if !res.Next || res.Status != 200 {
+		t.Fatalf("detect mode: next=%v status=%d", res.Next, res.Status)
+	}
+	logged := strings.Join(res.Logs, "\n")
+	if !strings.Contains(logged, "waf: rule 953101 matched") {
+		t.Errorf("953101 not logged:\n%s", logged)
+	}
+}
