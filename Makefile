@@ -48,6 +48,10 @@ bench-peers: build ## sluice beside nginx and Caddy (../shared/bench/peers --qui
 bench-proxy-tls: ## end-to-end TLS reverse proxy beside nginx (needs nginx, wrk, taskset)
 	./host/proxy/testdata/e2etls/run.sh 3 8
 
+.PHONY: bench-waf
+bench-waf: ## filters/waf beside native Coraza middleware, one run (needs wrk, taskset; BENCH_WAF_SECS, default 10)
+	./filters/waf/bench/run.sh $${BENCH_WAF_SECS:-10}
+
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME each
 	@set -e; for spec in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs grep -h -o '^func Fuzz[A-Za-z0-9_]*' /dev/null | sort -u | sed 's/func //'); do \
@@ -57,8 +61,9 @@ fuzz: ## run every fuzz target for FUZZTIME each
 	done
 
 .PHONY: conformance
-conformance: ## black-box suites with real peers (TCK, h2spec, Prometheus, Jaeger, Pebble)
+conformance: ## black-box suites with real peers (TCK, h2spec, Prometheus, Jaeger, Pebble, the CRS regression)
 	$(GO) test -count=1 -tags conformance -timeout 20m ./conformance/...
+	cd conformance/crs && $(GO) test -count=1 -tags conformance -timeout 20m .
 
 .PHONY: wasm
 wasm: ## rebuild the committed .wasm guests whose toolchains are present
