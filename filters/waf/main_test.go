@@ -46,7 +46,7 @@ func TestDirectivesAndBodies(t *testing.T) {
 		status         int
 	}{
 		{"evil=1", "ok", 403},
-		{"evil=1&skip", "ok", 200}, // setup's rule runs first and removes 1001
+		{"evil=1&skip", "ok", 200},  // setup's rule runs first and removes 1001
 		{"12345678evil", "ok", 200}, // past the limit: not inspected
 		{"fine", "a secret", 403},
 		{"fine", "ok", 200},
