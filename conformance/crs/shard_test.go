@@ -66,8 +66,12 @@ func runShard(t *testing.T, shard string) {
 		t.Fatal(err)
 	}
 	defer logFile.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 19*time.Minute)
-	defer cancel()
+	ctx := context.Background()
+	if d, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-30*time.Second))
+		defer cancel()
+	}
 	srv := exec.CommandContext(ctx, os.Getenv(envBin), "serve", "-c", cfg)
 	srv.Stdout, srv.Stderr = logFile, logFile
 	if err := srv.Start(); err != nil {
