@@ -56,6 +56,17 @@ var (
 	chunk   []byte // read buffer, reused: an instance runs one call at a time
 )
 
+// bodyRules are coraza.conf-recommended's: JSON and XML request bodies
+// are parsed (urlencoded and multipart ones always are), and a body that
+// does not parse is refused, so that it cannot slip past uninspected.
+const bodyRules = `SecRule REQUEST_HEADERS:Content-Type "^(?:application(?:/soap\+|/)|text/)xml" "id:200000,phase:1,t:none,t:lowercase,pass,nolog,ctl:requestBodyProcessor=XML"
+SecRule REQUEST_HEADERS:Content-Type "^application/json" "id:200001,phase:1,t:none,t:lowercase,pass,nolog,ctl:requestBodyProcessor=JSON"
+SecRule REQUEST_HEADERS:Content-Type "^application/[a-z0-9.-]+[+]json" "id:200006,phase:1,t:none,t:lowercase,pass,nolog,ctl:requestBodyProcessor=JSON"
+SecRequestBodyJsonDepthLimit 1024
+SecRule REQBODY_ERROR "!@eq 0" "id:200002,phase:2,t:none,log,deny,status:400,msg:'Failed to parse request body.',logdata:'%{reqbody_error_msg}',severity:2"
+SecRule MULTIPART_STRICT_ERROR "!@eq 0" "id:200003,phase:2,t:none,log,deny,status:400,msg:'Multipart request body failed strict validation.'"
+`
+
 // crsSetup is the part of the CRS set-up this filter decides; the rest
 // is @crs-setup.conf.example as shipped. That file gives phases 1 and 2
 // a default action that logs; phases 3 and 4 (the response) get the
@@ -138,6 +149,7 @@ func directives(c *config) (string, error) {
 	// Bodies over the limit are inspected up to it; the rest passes.
 	b.WriteString("SecRequestBodyLimitAction ProcessPartial\nSecResponseBodyLimitAction ProcessPartial\n")
 	b.WriteString("SecResponseBodyMimeType text/plain text/html text/xml application/json\n")
+	b.WriteString(bodyRules)
 	crs := c.CRS == nil || *c.CRS
 	if crs {
 		fmt.Fprintf(&b, crsSetup, p, p)

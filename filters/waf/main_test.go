@@ -74,6 +74,28 @@ func TestDirectivesAndBodies(t *testing.T) {
 	}
 }
 
+// TestJSONBody: a JSON body is parsed (its values are ARGS the CRS
+// inspects), and one that does not parse is refused with 400.
+func TestJSONBody(t *testing.T) {
+	f := sluicetest.New(t, `{}`)
+	for _, c := range []struct {
+		body   string
+		status int
+	}{
+		{`{"q": "hello"}`, 200},
+		{`{"q": "<script>alert(1)</script>"}`, 403},
+		{`{"q": `, 400},
+	} {
+		r := sluicetest.NewRequest("POST", "/api", c.body)
+		r.Host = "shop.example"
+		r.Header.Set("Content-Type", "application/json")
+		res := f.Do(r)
+		if res.Status != c.status {
+			t.Errorf("%s: status %d, want %d", c.body, res.Status, c.status)
+		}
+	}
+}
+
 func TestCRSBlocksAndLogs(t *testing.T) {
 	f := sluicetest.New(t, `{}`)
 	r := sluicetest.NewRequest("GET", "/?q="+url.QueryEscape("<script>alert(1)</script>"), "")
