@@ -17,6 +17,8 @@ work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
 pin_server=(taskset -c 0); pin_load=(taskset -c 1)
 if [ "$(nproc)" -lt 2 ]; then pin_server=(); pin_load=(); fi
 port=19101
+# Compiled modules are kept across runs: compiling the waf takes minutes.
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/sluice-bench-waf
 
 (cd "$root" && go build -o "$work/sluice" ./cmd/sluice)
 (cd "$root/filters/waf" && go build -o "$work/native" ./bench)
@@ -31,7 +33,7 @@ port=19101
 sluice_config() { # paranoia mode
 	cat >"$work/sluice.hcl" <<EOC
 server {
-  cache_dir = "$work/cache"
+  cache_dir = "$cache"
 }
 listener "127.0.0.1:$port" {
   max_conns = 0
