@@ -232,7 +232,7 @@ func sluiceConfig(wasm string, port int, backend string) string {
 filter "waf" {
   module       = %q
   memory       = "512MiB"
-  timeout      = "10s"
+  timeout      = "60s"
   init_timeout = "5m"
   max_buffer   = "2MiB"
   config = {
@@ -243,7 +243,7 @@ filter "waf" {
     setup               = %s
   }
   pool {
-    size = 1
+    size = 2
   }
 }
 listener "127.0.0.1:%d" {

@@ -3,6 +3,7 @@
 package crs
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -73,10 +74,17 @@ func runShard(t *testing.T, shard string) {
 		defer cancel()
 	}
 	srv := exec.CommandContext(ctx, os.Getenv(envBin), "serve", "-c", cfg)
-	srv.Stdout, srv.Stderr = logFile, logFile
+	pipe, err := srv.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Stdout = io.Discard
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
+	relayed := make(chan struct{})
+	go func() { relayLog(pipe, logFile); close(relayed) }()
+	defer func() { <-relayed }()
 	exited := make(chan struct{})
 	go func() { srv.Wait(); close(exited) }()
 	defer func() {
@@ -126,6 +134,26 @@ func runShard(t *testing.T, shard string) {
 	b, _ := json.Marshal(res)
 	if err := os.WriteFile(os.Getenv(envResult), b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// relayLog copies sluice's log to the file go-ftw reads, each record's
+// msg unquoted: the waf's lines are then the ModSecurity-style lines the
+// CRS's match_regex checks are written against ([id "942100"], not the
+// log format's escaped [id \"942100\"]).
+func relayLog(r io.Reader, w io.Writer) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if i := strings.Index(line, " msg=\""); i >= 0 {
+			if q, err := strconv.QuotedPrefix(line[i+5:]); err == nil {
+				if msg, err := strconv.Unquote(q); err == nil {
+					line = line[:i+5] + msg + line[i+5+len(q):]
+				}
+			}
+		}
+		io.WriteString(w, line+"\n")
 	}
 }
 
