@@ -114,7 +114,7 @@ func runShard(t *testing.T, shard string) {
 	rc := &runner.RunnerConfig{
 		ShowOnlyFailed: true,
 		ConnectTimeout: 5 * time.Second,
-		ReadTimeout:    30 * time.Second,
+		ReadTimeout:    90 * time.Second, // above the filter's timeout
 	}
 	if inc := os.Getenv(envInclude); inc != "" {
 		rc.Include = regexp.MustCompile(inc)
