@@ -69,13 +69,15 @@ SecRule MULTIPART_STRICT_ERROR "!@eq 0" "id:200003,phase:2,t:none,log,deny,statu
 
 // crsSetup is the part of the CRS set-up this filter decides; the rest
 // is @crs-setup.conf.example as shipped. That file gives phases 1 and 2
-// a default action that logs; phases 3 and 4 (the response) get the
-// same here, or a response rule's match would go unlogged.
+// a default action that logs; phases 3 and 4 (the response) and 5 (the
+// CRS's anomaly score report, 980170) get the same here, or their
+// matches would go unlogged.
 const crsSetup = `SecAction "id:900000,phase:1,pass,t:none,nolog,setvar:tx.blocking_paranoia_level=%d"
 SecAction "id:900001,phase:1,pass,t:none,nolog,setvar:tx.detection_paranoia_level=%d"
 Include @crs-setup.conf.example
 SecDefaultAction "phase:3,log,auditlog,pass"
 SecDefaultAction "phase:4,log,auditlog,pass"
+SecDefaultAction "phase:5,log,auditlog,pass"
 `
 
 func init() {
