@@ -269,8 +269,9 @@ site "*" {
 	if s := get("/", "sqlmap/1.8"); s != 403 {
 		t.Fatalf("scanner: %d, want 403", s)
 	}
-	// 913100 (the scanner's user agent) and 949110 (the anomaly score).
-	if v := metricValue(t, admin, name); v != 2 {
-		t.Errorf("after a scanner's request %s = %v, want 2", name, v)
+	// 913100 (the scanner's user agent), 949110 (the anomaly score) and
+	// 980170 (the CRS's score report, phase 5).
+	if v := metricValue(t, admin, name); v != 3 {
+		t.Errorf("after a scanner's request %s = %v, want 3", name, v)
 	}
 }
