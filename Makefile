@@ -52,6 +52,10 @@ bench-proxy-tls: ## end-to-end TLS reverse proxy beside nginx (needs nginx, wrk,
 bench-store: ## a global rate limit's cost: local buckets vs Redis under wrk (needs redis-server, wrk, taskset)
 	./conformance/store/testdata/wrk.sh 5 3
 
+.PHONY: bench-waf
+bench-waf: ## filters/waf beside native Coraza middleware, one run (needs wrk, taskset; BENCH_WAF_SECS, default 10)
+	./filters/waf/bench/run.sh $${BENCH_WAF_SECS:-10}
+
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME each
 	@set -e; for spec in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs grep -h -o '^func Fuzz[A-Za-z0-9_]*' /dev/null | sort -u | sed 's/func //'); do \
@@ -61,8 +65,9 @@ fuzz: ## run every fuzz target for FUZZTIME each
 	done
 
 .PHONY: conformance
-conformance: ## black-box suites with real peers (TCK, h2spec, Prometheus, Jaeger, Pebble, Redis)
+conformance: ## black-box suites with real peers (TCK, h2spec, Prometheus, Jaeger, Pebble, Redis, the CRS regression)
 	$(GO) test -count=1 -tags conformance -timeout 20m ./conformance/...
+	cd conformance/crs && $(GO) test -count=1 -tags conformance -timeout 20m .
 
 .PHONY: systemd-verify
 systemd-verify: ## check the systemd units (examples/deploy/systemd) with systemd-analyze verify

@@ -276,7 +276,7 @@ func (d *decoder) telemetry(blk *hcl.Block) Telemetry {
 
 // defaultFilter returns a filter's defaults.
 func defaultFilter(name string) *Filter {
-	return &Filter{Name: name, Config: []byte("{}"), Timeout: 100 * time.Millisecond, Memory: 16 << 20, MaxBuffer: 1 << 20, Reset: "never"}
+	return &Filter{Name: name, Config: []byte("{}"), Timeout: 100 * time.Millisecond, InitTimeout: 10 * time.Second, Memory: 16 << 20, MaxBuffer: 1 << 20, Reset: "never"}
 }
 
 const wasmPage = 64 << 10
@@ -285,7 +285,7 @@ func (d *decoder) filter(blk *hcl.Block) *Filter {
 	f := defaultFilter(blk.Labels[0])
 	f.Range = blk.LabelRanges[0]
 	b := d.content(blk.Body, fmt.Sprintf("filter %q", f.Name), blk.DefRange,
-		[]string{"module", "config", "timeout", "memory", "max_buffer", "reset"}, blockType("pool"))
+		[]string{"module", "config", "timeout", "init_timeout", "memory", "max_buffer", "reset"}, blockType("pool"))
 	if f.Name == "" {
 		d.errorf(f.Range, "Empty filter name", "A filter needs a name.")
 	}
@@ -312,6 +312,7 @@ func (d *decoder) filter(blk *hcl.Block) *Filter {
 		}
 	}
 	b.duration("timeout", &f.Timeout, true)
+	b.duration("init_timeout", &f.InitTimeout, true)
 	if b.size("memory", &f.Memory) {
 		switch {
 		case f.Memory < wasmPage:

@@ -244,6 +244,10 @@ type Filter struct {
 	// Timeout is the deadline of one invocation. HCL `timeout`, default
 	// "100ms"; must be above zero.
 	Timeout time.Duration `json:"timeout"`
+	// InitTimeout bounds the start-up of one instance (_initialize or
+	// _start, where a guest parses its config). HCL `init_timeout`,
+	// default "10s"; must be above zero.
+	InitTimeout time.Duration `json:"init_timeout"`
 	// Memory is the largest linear memory of one instance, in bytes. HCL
 	// `memory`, a size, default "16MiB", rounded up to whole 64KiB Wasm
 	// pages, at most "4GiB".

@@ -63,8 +63,18 @@ func loadErr(t testing.TB, name, config string) (*filtertest.Filter, error) {
 		t.Fatal(err)
 	}
 	return filtertest.LoadOn(context.Background(), sharedEngine(t), name, wasm, runtime.FilterOptions{
-		Config: []byte(config), PoolSize: 1, MemoryLimit: 16 << 20, Timeout: 5 * time.Second,
+		Config: []byte(config), PoolSize: 1, MemoryLimit: memoryLimit(name), Timeout: 5 * time.Second,
+		InitTimeout: time.Minute,
 	})
+}
+
+// memoryLimit is the memory a filter is tested with: 16 MiB, but for
+// the waf filter, whose rule set alone takes tens of MiB.
+func memoryLimit(name string) int64 {
+	if name == "waf" {
+		return 256 << 20
+	}
+	return 16 << 20
 }
 
 // do runs a request; next, when not nil, is the upstream.

@@ -22,7 +22,7 @@ func (i *Instance) engine(cfg *config.Config) (*runtime.Engine, error) {
 	}
 	e, err := runtime.NewEngine(context.Background(), runtime.EngineOptions{
 		CacheDir:       cfg.Server.CacheDir,
-		Logger:         i.log,
+		Logger:         i.tel.guestLogs(i.log),
 		TracerProvider: i.tracerProvider(),
 		Observer:       i.filterObserver(),
 	})
@@ -94,6 +94,7 @@ func filterOptions(fc *config.Filter) runtime.FilterOptions {
 	return runtime.FilterOptions{
 		Config:      fc.Config,
 		Timeout:     fc.Timeout,
+		InitTimeout: fc.InitTimeout,
 		MemoryLimit: fc.Memory,
 		PoolSize:    fc.Pool.Size,
 		MaxBuffer:   runtimeMaxBuffer(fc.MaxBuffer),

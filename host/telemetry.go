@@ -143,6 +143,15 @@ func redactedTelemetry(c *config.Config) [2]any {
 	return [2]any{a, tc}
 }
 
+// guestLogs returns log with guest log records counted in
+// sluice_filter_log_records_total; log itself without metrics.
+func (t *telemetry) guestLogs(log *slog.Logger) *slog.Logger {
+	if t.metrics == nil {
+		return log
+	}
+	return slog.New(t.metrics.GuestLogs(log.Handler()))
+}
+
 // filterObserver is what the filter runtime reports invocations to
 // (runtime.EngineOptions.Observer); nil without metrics.
 func (t *telemetry) filterObserver() observe.FilterObserver {

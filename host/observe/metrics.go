@@ -58,6 +58,7 @@ type Metrics struct {
 	filterErrors *prometheus.CounterVec
 	filterMu     sync.Mutex // guards writes of filters
 	filters      atomic.Pointer[map[filterKey]*filterSeries]
+	guestLogs    *prometheus.CounterVec
 
 	upRequests *prometheus.CounterVec
 	upDur      *prometheus.HistogramVec
@@ -112,6 +113,7 @@ func NewMetrics() *Metrics {
 		Name: "sluice_filter_errors_total",
 		Help: "Wasm filter invocations that failed (trap, timeout, memory limit, error).",
 	}, filterLabels)
+	m.guestLogs = newGuestLogs()
 	empty := map[filterKey]*filterSeries{}
 	m.filters.Store(&empty)
 	m.upRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -141,7 +143,7 @@ func NewMetrics() *Metrics {
 	}, []string{"site", "name"})
 	m.reg.MustRegister(
 		m.duration, m.active, m.reqSize, m.respSize,
-		m.filterCalls, m.filterDur, m.filterErrors,
+		m.filterCalls, m.filterDur, m.filterErrors, m.guestLogs,
 		m.upRequests, m.upDur, m.upHealthy,
 		m.reloads, m.lastReload, m.certExpiry,
 		collectors.NewGoCollector(),

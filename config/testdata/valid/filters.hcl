@@ -10,9 +10,10 @@ filter "auth" {
     limits  = { per_key = 10, strict = true }
     missing = null
   }
-  timeout    = "5ms"
-  memory     = "100KiB" # rounded up to 128KiB, two pages
-  max_buffer = "64KiB"
+  timeout      = "5ms"
+  init_timeout = "30s"
+  memory       = "100KiB" # rounded up to 128KiB, two pages
+  max_buffer   = "64KiB"
 
   pool {
     size = 4

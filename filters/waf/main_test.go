@@ -1,0 +1,144 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/sdk/go/sluicetest"
+)
+
+func TestBadConfig(t *testing.T) {
+	for _, c := range []string{
+		`{"mode": "drop"}`,
+		`{"paranoia": 5}`,
+		`{"paranoia": -1}`,
+		`{"request_body_limit": -1}`,
+		`{"response_body_limit": 2000000000}`,
+		`{"directives": ["SecRule ARGS \"@rx x\" \"id:1,phase:1,deny\" extra"]}`,
+		`{"paranoya": 2}`,
+	} {
+		if _, err := sluicetest.Load(c); err == nil {
+			t.Errorf("%s: loaded", c)
+		}
+	}
+}
+
+// TestDirectivesAndBodies: the operator's directives run after the CRS;
+// the request body is inspected up to request_body_limit and reaches the
+// upstream whole; a response body is inspected when response_body_limit
+// is set, and a match there replaces the response with 403.
+func TestDirectivesAndBodies(t *testing.T) {
+	f := sluicetest.New(t, `{
+		"crs": false,
+		"setup": ["SecRule REQUEST_HEADERS:X-Skip \"@streq 1\" \"id:1000,phase:2,pass,nolog,ctl:ruleRemoveById=1001\""],
+		"request_body_limit": 8,
+		"response_body_limit": 1024,
+		"directives": [
+			"SecRule REQUEST_BODY \"@contains evil\" \"id:1001,phase:2,deny,status:403,log\"",
+			"SecRule RESPONSE_BODY \"@contains secret\" \"id:1002,phase:4,deny,status:403,log\""
+		]
+	}`)
+	for _, c := range []struct {
+		body, upstream string
+		status         int
+	}{
+		{"evil=1", "ok", 403},
+		{"evil=1&skip", "ok", 200},  // setup's rule runs first and removes 1001
+		{"12345678evil", "ok", 200}, // past the limit: not inspected
+		{"fine", "a secret", 403},
+		{"fine", "ok", 200},
+	} {
+		var got string
+		f.Next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			got = string(b)
+			w.Header().Set("Content-Type", "text/plain")
+			io.WriteString(w, c.upstream)
+		})
+		r := sluicetest.NewRequest("POST", "/", c.body)
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if strings.HasSuffix(c.body, "&skip") {
+			r.Header.Set("X-Skip", "1")
+		}
+		res := f.Do(r)
+		if res.Status != c.status {
+			t.Errorf("body %q, upstream %q: status %d, want %d", c.body, c.upstream, res.Status, c.status)
+			continue
+		}
+		if c.status == 200 && (got != c.body || string(res.Body) != c.upstream) {
+			t.Errorf("body %q: upstream got %q and answered %q, want it whole", c.body, got, res.Body)
+		}
+	}
+}
+
+// TestJSONBody: a JSON body is parsed (its values are ARGS the CRS
+// inspects), and one that does not parse is refused with 400.
+func TestJSONBody(t *testing.T) {
+	f := sluicetest.New(t, `{}`)
+	for _, c := range []struct {
+		body   string
+		status int
+	}{
+		{`{"q": "hello"}`, 200},
+		{`{"q": "<script>alert(1)</script>"}`, 403},
+		{`{"q": `, 400},
+	} {
+		r := sluicetest.NewRequest("POST", "/api", c.body)
+		r.Host = "shop.example"
+		r.Header.Set("Content-Type", "application/json")
+		res := f.Do(r)
+		if res.Status != c.status {
+			t.Errorf("%s: status %d, want %d", c.body, res.Status, c.status)
+		}
+	}
+}
+
+func TestCRSBlocksAndLogs(t *testing.T) {
+	f := sluicetest.New(t, `{}`)
+	r := sluicetest.NewRequest("GET", "/?q="+url.QueryEscape("<script>alert(1)</script>"), "")
+	r.Host = "shop.example"
+	res := f.Do(r)
+	if res.Next || res.Status != 403 {
+		t.Fatalf("xss: next=%v status=%d, want 403", res.Next, res.Status)
+	}
+	var ids []string
+	for _, l := range res.Logs {
+		if i := strings.Index(l, "waf: rule "); i >= 0 {
+			ids = append(ids, strings.Fields(l[i:])[2])
+		}
+	}
+	for _, want := range []string{"941100", "949110", "980170"} { // 980170: the score report
+		if !strings.Contains(strings.Join(ids, ","), want) {
+			t.Errorf("logged rules %v, want %s among them", ids, want)
+		}
+	}
+	r = sluicetest.NewRequest("GET", "/products?id=42", "")
+	r.Host = "shop.example"
+	if res := f.Do(r); !res.Next {
+		t.Errorf("clean request: status %d", res.Status)
+	}
+}
+
+// TestResponseRulesLogged: with response_body_limit set, a response that
+// leaks an error message matches the CRS's response rules, and their
+// matches are logged like the request's.
+func TestResponseRulesLogged(t *testing.T) {
+	f := sluicetest.New(t, `{"mode": "detect", "paranoia": 2, "response_body_limit": 4096}`)
+	f.Next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, "Invalid date selected")
+	})
+	r := sluicetest.NewRequest("GET", "/calendar", "")
+	r.Host = "shop.example"
+	res := f.Do(r)
+	if !res.Next || res.Status != 200 {
+		t.Fatalf("detect mode: next=%v status=%d", res.Next, res.Status)
+	}
+	logged := strings.Join(res.Logs, "\n")
+	if !strings.Contains(logged, "waf: rule 953101 matched") {
+		t.Errorf("953101 not logged:\n%s", logged)
+	}
+}

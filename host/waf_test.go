@@ -1,0 +1,277 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/host/chain"
+	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/exchange/exchangetest"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// syncBuffer is a log sink written by guest calls on several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) take() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.b.String()
+	s.b.Reset()
+	return out
+}
+
+// wafFilter starts the shipped waf filter with config; its guest log
+// lines go to the returned buffer.
+func wafFilter(t *testing.T, config string) (*runtime.Filter, *syncBuffer) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the waf module takes seconds to compile")
+	}
+	ctx := context.Background()
+	logs := &syncBuffer{}
+	e, err := runtime.NewEngine(ctx, runtime.EngineOptions{
+		CacheDir: filepath.Join(os.TempDir(), "sluice-test-wasm-cache"),
+		Logger:   slog.New(slog.NewTextHandler(logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close(ctx) })
+	wasm, err := os.ReadFile("../filters/waf/waf.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := e.Compile(ctx, wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(ctx) })
+	f, err := e.NewFilter(ctx, "waf", m, runtime.FilterOptions{
+		Config:      []byte(config),
+		PoolSize:    1,
+		MemoryLimit: 256 << 20,
+		MaxBuffer:   64 << 10,
+		Timeout:     10 * time.Second,
+		InitTimeout: 60 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close(ctx) })
+	return f, logs
+}
+
+// echoBody answers 200 with the request body it got.
+var echoBody = exchange.HandlerFunc(func(x exchange.Exchange) error {
+	b, err := io.ReadAll(io.LimitReader(x.RequestBody(), 1<<20))
+	if err != nil {
+		return err
+	}
+	x.SetBody(append([]byte("upstream:"), b...))
+	return nil
+})
+
+type wafCase struct {
+	name   string
+	method string
+	target string
+	header [2]string
+	body   string
+	status int
+	rules  []string // rule ids logged, at least
+}
+
+var wafAttacks = []wafCase{
+	{name: "clean", method: "GET", target: "/products?id=42&sort=price", status: 200},
+	{name: "clean post", method: "POST", target: "/login", body: "user=alice&password=correct+horse", status: 200},
+	{name: "sqli query", method: "GET", target: "/products?id=" + url.QueryEscape("1' OR '1'='1"), status: 403, rules: []string{"942100", "949110"}},
+	{name: "xss query", method: "GET", target: "/search?q=" + url.QueryEscape("<script>alert(1)</script>"), status: 403, rules: []string{"941100", "949110"}},
+	{name: "path traversal", method: "GET", target: "/download?file=" + url.QueryEscape("../../../../etc/passwd"), status: 403, rules: []string{"930120", "949110"}},
+	{name: "scanner user agent", method: "GET", target: "/", header: [2]string{"User-Agent", "sqlmap/1.8#stable (https://sqlmap.org)"}, status: 403, rules: []string{"913100", "949110"}},
+	{name: "sqli form body", method: "POST", target: "/login", body: "user=" + url.QueryEscape("admin' UNION SELECT password FROM users--") + "&password=x", status: 403, rules: []string{"942100", "949110"}},
+	{name: "rce query", method: "GET", target: "/ping?host=" + url.QueryEscape("127.0.0.1; cat /etc/passwd"), status: 403, rules: []string{"949110"}},
+}
+
+var ruleLine = regexp.MustCompile(`msg="waf: rule (\d+) matched: [^\n]*?\[id \\"(\d+)\\"\]`)
+
+// TestWAFBlocksThroughServer: the shipped waf filter, in block mode at
+// paranoia 1, refuses the CRS's attack classes with 403 and lets clean
+// requests (and their bodies) through, over every engine; each matched
+// rule is logged once, with its id.
+func TestWAFBlocksThroughServer(t *testing.T) {
+	f, logs := wafFilter(t, `{"mode": "block", "paranoia": 1}`)
+	for _, en := range exchangetest.Engines(t, chain.New([]chain.Filter{f}, echoBody)) {
+		t.Run(en.Name, func(t *testing.T) {
+			for _, c := range wafAttacks {
+				logs.take()
+				status, body := wafDo(t, en, c)
+				if status != c.status {
+					t.Errorf("%s: status %d, want %d (body %q); rules matched: %v", c.name, status, c.status, body, matched(logs.take()))
+					continue
+				}
+				if c.status == 200 && !strings.HasPrefix(body, "upstream:"+c.body) {
+					t.Errorf("%s: body %q, want the upstream's echo of %q", c.name, body, c.body)
+				}
+				checkRules(t, c, logs.take())
+			}
+		})
+	}
+}
+
+// TestWAFDetectOnly: in detect mode an attack passes, and its matches
+// are logged.
+func TestWAFDetectOnly(t *testing.T) {
+	f, logs := wafFilter(t, `{"mode": "detect", "paranoia": 4}`)
+	en := exchangetest.Engines(t, chain.New([]chain.Filter{f}, echoBody))[0]
+	c := wafAttacks[2]
+	status, _ := wafDo(t, en, c)
+	if status != 200 {
+		t.Fatalf("detect mode: status %d, want 200", status)
+	}
+	checkRules(t, c, logs.take())
+}
+
+func wafDo(t *testing.T, en exchangetest.Engine, c wafCase) (int, string) {
+	t.Helper()
+	var body io.Reader
+	if c.body != "" {
+		body = strings.NewReader(c.body)
+	}
+	req, err := http.NewRequest(c.method, en.URL+c.target, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "shop.example" // not a numeric IP: CRS rule 920350
+	req.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) sluice-test")
+	req.Header.Set("Accept", "text/html")
+	if c.body != "" {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if c.header[0] != "" {
+		req.Header.Set(c.header[0], c.header[1])
+	}
+	resp, err := en.Client.Do(req)
+	if err != nil {
+		t.Fatalf("%s: %v", c.name, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// matched counts the rules logged, by id.
+func matched(log string) map[string]int {
+	seen := map[string]int{}
+	for _, m := range ruleLine.FindAllStringSubmatch(log, -1) {
+		seen[m[1]]++
+	}
+	return seen
+}
+
+// checkRules: every rule of c was logged exactly once, on a line of its
+// own that names its id twice (the filter's prefix and Coraza's [id]).
+func checkRules(t *testing.T, c wafCase, log string) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, m := range ruleLine.FindAllStringSubmatch(log, -1) {
+		if m[1] != m[2] {
+			t.Errorf("%s: line names rule %s and [id %s]", c.name, m[1], m[2])
+		}
+		seen[m[1]]++
+	}
+	if len(c.rules) == 0 && len(seen) != 0 {
+		t.Errorf("%s: a clean request matched %v", c.name, seen)
+	}
+	for _, id := range c.rules {
+		if seen[id] != 1 {
+			t.Errorf("%s: rule %s logged %d times, want 1; rules matched: %v", c.name, id, seen[id], seen)
+		}
+	}
+}
+
+// TestWAFMatchesCounted: through a served config with metrics, each rule
+// the waf filter logs is counted in sluice_filter_log_records_total
+// (level warn): a clean request adds nothing, an attack one per match.
+func TestWAFMatchesCounted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the waf module takes seconds to compile")
+	}
+	inst, base, _ := startConfig(t, `
+server {
+  cache_dir = "`+filepath.Join(os.TempDir(), "sluice-test-wasm-cache")+`"
+}
+admin {
+  listen = "127.0.0.1:`+strconv.Itoa(freePort(t))+`"
+}
+filter "waf" {
+  module = "`+guestModule(t, "../filters/waf/waf.wasm")+`"
+  memory       = "256MiB"
+  timeout      = "10s"
+  init_timeout = "5m"
+  pool {
+    size = 1
+  }
+}
+site "*" {
+  listen = ["127.0.0.1:PORT"]
+  route "/" {
+    filters = ["waf"]
+    respond {
+      status = 200
+      body   = "ok"
+    }
+  }
+}
+`)
+	admin := "http://" + inst.AdminAddr()
+	const name = `sluice_filter_log_records_total{filter="waf",level="warn"}`
+	get := func(target, ua string) int {
+		req, _ := http.NewRequest("GET", base+target, nil)
+		req.Host = "shop.example"
+		req.Header.Set("User-Agent", ua)
+		req.Header.Set("Accept", "text/html")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if s := get("/products?id=42", "Mozilla/5.0"); s != 200 {
+		t.Fatalf("clean request: %d", s)
+	}
+	if lines := metricLines(t, admin, name); len(lines) != 0 {
+		t.Errorf("after a clean request: %v, want no series", lines)
+	}
+	if s := get("/", "sqlmap/1.8"); s != 403 {
+		t.Fatalf("scanner: %d, want 403", s)
+	}
+	// 913100 (the scanner's user agent), 949110 (the anomaly score) and
+	// 980170 (the CRS's score report, phase 5).
+	if v := metricValue(t, admin, name); v != 3 {
+		t.Errorf("after a scanner's request %s = %v, want 3", name, v)
+	}
+}
