@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/runtime/filtertest"
@@ -22,7 +23,7 @@ import (
 // steadier on a loaded machine.
 func benchInstantiate(b *testing.B, wasm, config []byte) {
 	ev := newEnv(b)
-	f := ev.filterBytes(b, "bench", wasm, runtime.FilterOptions{PoolSize: 1, Config: config, MemoryLimit: 256 << 20})
+	f := ev.filterBytes(b, "bench", wasm, runtime.FilterOptions{PoolSize: 1, Config: config, MemoryLimit: 256 << 20, InitTimeout: time.Minute})
 	for _, mode := range []struct {
 		name string
 		snap bool
@@ -76,6 +77,13 @@ func BenchmarkInstantiate(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("go-jwt", func(b *testing.B) { benchInstantiate(b, jwt, jwtConfig) })
+	b.Run("go-waf", func(b *testing.B) { // Coraza with the CRS parsed at start-up
+		waf, err := os.ReadFile("../filters/waf/waf.wasm")
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchInstantiate(b, waf, []byte(`{}`))
+	})
 	b.Run("go-jwt-1000-keys", func(b *testing.B) { benchInstantiate(b, jwt, ecKeys(b, 1000)) })
 	b.Run("c-headers", func(b *testing.B) {
 		benchInstantiate(b, headers, []byte(`{"response":{"set":{"X-Frame-Options":"DENY"},"remove":["X-Powered-By"]}}`))
