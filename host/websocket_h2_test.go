@@ -95,4 +95,3 @@ func TestWebSocketOverH2(t *testing.T) {
 		}
 	}
 }
-
