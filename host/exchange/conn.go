@@ -135,6 +135,18 @@ func (x *stdExchange) closeConnection() {
 	}
 }
 
+// ConnectProtocol is the :protocol of an extended CONNECT (RFC 8441 on
+// HTTP/2: "websocket", say), nil for any other request. Such a request
+// keeps its method, CONNECT, for every policy; a handler that serves it
+// answers through Upgrade, where a 2xx status opens the tunnel. Only the
+// sluice HTTP/2 engine accepts extended CONNECT.
+func ConnectProtocol(x Exchange) []byte {
+	if p, ok := x.(interface{ Protocol() []byte }); ok {
+		return p.Protocol()
+	}
+	return nil
+}
+
 // Multiplexed reports whether the request came on an HTTP/2 or HTTP/3
 // stream, rather than an HTTP/1.x connection (whatever version its
 // request line claimed).

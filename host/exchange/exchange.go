@@ -75,7 +75,9 @@ type Exchange interface {
 	BufferBodyLimit(limit int64, deadline time.Time) (fits bool, err error)
 	// Upgrade answers with the status and headers set so far (101, say)
 	// and then hands the raw connection to fn, which owns it until it
-	// returns. It returns ErrUpgradeUnsupported on HTTP/2.
+	// returns. It returns ErrUpgradeUnsupported on HTTP/2, but for an
+	// extended CONNECT (ConnectProtocol) on the sluice engine, whose
+	// stream it hands over as the conn.
 	Upgrade(fn func(conn net.Conn, buffered io.Reader)) error
 }
 

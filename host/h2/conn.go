@@ -450,7 +450,7 @@ func (c *conn) onSettings(fh http2.FrameHeader, p []byte) error {
 	for ; len(p) > 0; p = p[6:] {
 		id, v := http2.SettingID(binary.BigEndian.Uint16(p)), binary.BigEndian.Uint32(p[2:])
 		switch id {
-		case http2.SettingEnablePush:
+		case http2.SettingEnablePush, http2.SettingEnableConnectProtocol: // RFC 8441, 3
 			if v > 1 {
 				return connError(http2.ErrCodeProtocol)
 			}

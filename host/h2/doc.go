@@ -19,6 +19,14 @@
 // stream are appended to one buffer and written with one write per turn
 // of the read loop.
 //
+// An extended CONNECT (RFC 8441, advertised with
+// SETTINGS_ENABLE_CONNECT_PROTOCOL) reaches handlers with method CONNECT
+// and its :protocol (exchange.ConnectProtocol); a handler that supports
+// it (the proxy, for WebSockets) takes the stream with Upgrade, which
+// answers and hands it over as a net.Conn (tunnel.go). A 2xx answer not
+// given through Upgrade becomes 501 (host/RATIONALE.md, "Why are
+// WebSockets over HTTP/2 a CONNECT that keeps its method?").
+//
 // Framing uses golang.org/x/net/http2's frame header reader, types and
 // constants and golang.org/x/net/http2/hpack; the payload parsing is
 // here, so that no frame is allocated.

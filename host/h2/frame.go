@@ -20,10 +20,17 @@ func appendFrameHeader(b []byte, length int, t http2.FrameType, flags http2.Flag
 }
 
 func appendSettings(b []byte, o *Options) []byte {
-	b = appendFrameHeader(b, 3*6, http2.FrameSettings, 0, 0)
+	n := 3
+	if !o.NoConnectProtocol {
+		n++
+	}
+	b = appendFrameHeader(b, n*6, http2.FrameSettings, 0, 0)
 	b = appendSetting(b, http2.SettingMaxConcurrentStreams, o.MaxConcurrentStreams)
 	b = appendSetting(b, http2.SettingInitialWindowSize, uint32(o.StreamWindow))
 	b = appendSetting(b, http2.SettingMaxHeaderListSize, uint32(o.MaxHeaderBytes))
+	if !o.NoConnectProtocol {
+		b = appendSetting(b, http2.SettingEnableConnectProtocol, 1) // RFC 8441
+	}
 	return b
 }
 

@@ -42,10 +42,14 @@ type Options struct {
 	// ENHANCE_YOUR_CALM (CVE-2023-44487, rapid reset); defaults
 	// 4×MaxConcurrentStreams and 10 s. MaxControl is the same bound for
 	// PING and SETTINGS frames (floods); default 1000.
-	MaxResets   int
-	MaxControl  int
-	ResetWindow time.Duration
-	Log         *slog.Logger
+	MaxResets int
+	// NoConnectProtocol leaves SETTINGS_ENABLE_CONNECT_PROTOCOL out of
+	// the server's SETTINGS: a request with :protocol (extended CONNECT,
+	// RFC 8441: WebSockets over HTTP/2) is then malformed.
+	NoConnectProtocol bool
+	MaxControl        int
+	ResetWindow       time.Duration
+	Log               *slog.Logger
 }
 
 func (o *Options) defaults() {

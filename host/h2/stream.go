@@ -53,6 +53,8 @@ type stream struct {
 	handlerDone bool  // (c.mu)
 	queued      bool  // in c.ready (c.mu)
 	draining    bool  // the response is out, the body is dropped as it comes (c.mu)
+	tunnel      bool  // Upgrade took the stream (extended CONNECT)
+	tunnelShut  bool  // the tunnel's Close ran (c.mu)
 	ctxOver     context.Context
 	done        chan struct{}
 
@@ -151,7 +153,15 @@ func (st *stream) validRequest(b *headerBlock) bool {
 	if b.malformed || b.pseudo&pMethod == 0 {
 		return false
 	}
-	if string(st.pseudoValue(0)) == http.MethodConnect && b.pseudo&pProtocol == 0 {
+	if b.pseudo&pProtocol != 0 {
+		// Extended CONNECT (RFC 8441, 4): only where advertised, only
+		// with CONNECT, and with :scheme, :path and :authority.
+		if st.c.o.NoConnectProtocol || string(st.pseudoValue(0)) != http.MethodConnect ||
+			b.pseudo&(pScheme|pPath|pAuthority) != pScheme|pPath|pAuthority ||
+			len(st.pseudoValue(3)) == 0 || len(st.pseudoValue(4)) == 0 || len(st.pseudoValue(2)) == 0 {
+			return false
+		}
+	} else if string(st.pseudoValue(0)) == http.MethodConnect {
 		if b.pseudo&(pScheme|pPath) != 0 || b.pseudo&pAuthority == 0 {
 			return false
 		}
@@ -372,6 +382,19 @@ func bodyAllowed(status int) bool {
 // commit writes the response the handler described.
 func (st *stream) commit() {
 	c := st.c
+	if st.tunnel {
+		return // Upgrade answered, and the tunnel is over
+	}
+	if st.Protocol() != nil && st.status >= 200 && st.status < 300 {
+		// A 2xx answer to an extended CONNECT opens a tunnel (RFC 8441,
+		// 5); a handler that did not take the stream with Upgrade does
+		// not support the protocol.
+		st.ResetBody()
+		st.resp.reset()
+		st.status = http.StatusNotImplemented
+		st.resp.add("Content-Type", "text/plain; charset=utf-8", false)
+		st.SetBody(notImplemented)
+	}
 	head := string(st.pseudoValue(0)) == http.MethodHead
 	allowed := bodyAllowed(st.status)
 	size := int64(-1)
@@ -533,7 +556,7 @@ func (w streamWriter) Write(p []byte) (int, error) {
 	var timer *time.Timer
 	var deadline time.Time
 	for len(p) > 0 {
-		if st.closed || c.closed {
+		if st.closed || c.closed || st.tunnelShut {
 			return written, errStreamClosed
 		}
 		n := min(int64(len(p)), int64(c.maxFrame), st.sendWindow, c.sendWindow)
@@ -754,6 +777,8 @@ func (st *stream) Multiplexed() bool                        { return true }
 
 var emptyValue = []byte{}
 
+var notImplemented = []byte("extended CONNECT: protocol not supported here\n")
+
 func (st *stream) RequestHeader(name string) []byte {
 	if equalFold(sb(name), "host") {
 		if h := st.Host(); h != nil {
@@ -852,8 +877,12 @@ func (b bodyOf) Read(p []byte) (int, error) {
 			c.mu.Unlock()
 			return 0, errReset
 		}
+		if st.tunnelShut {
+			c.mu.Unlock()
+			return 0, net.ErrClosed
+		}
 		dl := st.readDL
-		if dl.IsZero() && c.o.ReadTimeout > 0 {
+		if dl.IsZero() && c.o.ReadTimeout > 0 && !st.tunnel { // a tunnel may idle
 			if timer == nil {
 				dl = time.Now().Add(c.o.ReadTimeout)
 				st.readDL = dl // per wait; cleared below
@@ -1029,6 +1058,11 @@ func (st *stream) BufferBodyLimit(limit int64, deadline time.Time) (bool, error)
 	return true, nil
 }
 
-func (st *stream) Upgrade(func(conn net.Conn, buffered io.Reader)) error {
-	return exchange.ErrUpgradeUnsupported
+// Protocol is an extended CONNECT's :protocol (RFC 8441), nil for any
+// other request (exchange.ConnectProtocol).
+func (st *stream) Protocol() []byte {
+	if string(st.Method()) != http.MethodConnect {
+		return nil
+	}
+	return st.pseudoValue(4)
 }

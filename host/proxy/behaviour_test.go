@@ -198,8 +198,12 @@ func TestWebSocket(t *testing.T) {
 	}).ServeHTTP)
 	p := newProxy(t, proxy.Options{Upstreams: []proxy.Upstream{{URL: be.URL}}})
 	engines(t, p, func(t *testing.T, e exchangetest.Engine) {
-		if e.Proto == "HTTP/2.0" {
-			t.Skip("a WebSocket client speaks HTTP/1.1; covered by std")
+		switch e.Name {
+		case "h2":
+			wsOverH2(t, e, "/ws", []string{"hello", strings.Repeat("z", 100<<10)})
+			return
+		case "std-h2c":
+			t.Skip(`net/http's HTTP/2 server (http2_engine = "std") has no extended CONNECT`)
 		}
 		if e.Proto == "HTTP/3.0" {
 			t.Skip("a WebSocket client speaks HTTP/1.1 over TCP; covered by std")

@@ -20,7 +20,9 @@
 // or open-ended one streams to the client without a goroutine of its own
 // (exchange.SendReader). HTTP/2 upstreams (h2c://, gRPC, https
 // with Options.HTTP2) go through golang.org/x/net/http2, which carries
-// trailers. WebSocket and other upgrades are relayed byte for byte.
+// trailers. WebSocket and other upgrades are relayed byte for byte;
+// a WebSocket over HTTP/2 (extended CONNECT, RFC 8441) goes up as an
+// HTTP/1.1 upgrade (upgrade.go).
 //
 // Layout: balance policies live in internal/balance, health checking in
 // internal/health, the client-address logic shared with the gateway in

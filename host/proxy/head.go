@@ -95,7 +95,11 @@ func appendClean(b, v []byte) []byte {
 // buildH1 writes the head of one try into s.hd.wire.
 func (s *state) buildH1(u *upstream) {
 	w := s.hd.wire[:0]
-	w = append(w, s.x.Method()...)
+	if len(s.wsKey) > 0 {
+		w = append(w, "GET"...) // extended CONNECT, as HTTP/1.1 (RFC 8441, 5)
+	} else {
+		w = append(w, s.x.Method()...)
+	}
 	w = append(w, ' ')
 	w = append(w, s.uri...)
 	w = append(w, " HTTP/1.1\r\n"...)

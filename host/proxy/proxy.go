@@ -405,6 +405,9 @@ func isTimeout(err error) bool {
 // (WebSocket, say): an Upgrade header and "upgrade" among the Connection
 // tokens.
 func isUpgrade(x exchange.Exchange) bool {
+	if exchange.ConnectProtocol(x) != nil {
+		return true // extended CONNECT (RFC 8441): serveUpgrade decides
+	}
 	up := x.RequestHeader("Upgrade")
 	if len(up) == 0 || ascii.EqualFold(up, "h2c") {
 		// An h2c upgrade is between the client and this server; the
@@ -453,6 +456,7 @@ type state struct {
 	peer, client netip.Addr
 	trusted      bool
 	upgrade      bool
+	wsKey        []byte // extended CONNECT: the Sec-WebSocket-Key sent upstream
 	head         bool
 	conn         []byte // the request's Connection header
 	xff, fwd     []byte // X-Forwarded-For and Forwarded values, being built
@@ -577,7 +581,7 @@ func (s *state) finish() {
 	s.hd.reset()
 	s.h1Built, s.toH2, s.h2Header, s.h2URI = false, false, nil, ""
 	s.x, s.body, s.seeker, s.lim = nil, nil, nil, bodyReader{}
-	s.upgrade, s.hasXFP, s.hasXFH = false, false, false
+	s.upgrade, s.hasXFP, s.hasXFH, s.wsKey = false, false, false, s.wsKey[:0]
 	s.parent, s.span = trace.SpanContext{}, nil
 	s.xff, s.fwd, s.conn = s.xff[:0], s.fwd[:0], nil
 	if cap(s.uri) > 16<<10 {
@@ -642,6 +646,9 @@ func cookieValue(h []byte, name string) []byte {
 // addHeader takes one client request header and forwards it unless it is
 // hop-by-hop or one this proxy writes itself.
 func (s *state) addHeader(k, v []byte) {
+	if len(s.wsKey) > 0 && len(k) == 17 && ascii.EqualFold(k, "sec-websocket-key") {
+		return // an HTTP/2 client has none to send (RFC 8441, 5); ours goes up
+	}
 	switch len(k) {
 	case 4:
 		if ascii.EqualFold(k, "host") {
@@ -780,6 +787,10 @@ func (s *state) buildHeaders() {
 	s.put([]byte("Forwarded"), s.fwd)
 	if s.upgrade {
 		s.putString("Connection", "Upgrade")
+	}
+	if len(s.wsKey) > 0 {
+		s.putString("Upgrade", "websocket")
+		s.put([]byte("Sec-WebSocket-Key"), s.wsKey)
 	}
 }
 

@@ -2,6 +2,11 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
+	"crypto/rand"
+	"crypto/sha1"
+	"encoding/base64"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -16,14 +21,29 @@ import (
 
 // serveUpgrade passes a protocol switch (WebSocket) through: it sends the
 // upgrade request on a fresh upstream connection, relays the answer, and on
-// 101 copies bytes both ways until either side closes.
+// 101 copies bytes both ways until either side closes. An extended
+// CONNECT for WebSocket on HTTP/2 (RFC 8441) goes up as an HTTP/1.1
+// upgrade (GET, Upgrade: websocket, a Sec-WebSocket-Key of ours), and the
+// upstream's 101 opens the stream's tunnel with 200.
 func (h *Handler) serveUpgrade(x exchange.Exchange) error {
-	if exchange.Multiplexed(x) { // HTTP/2 and HTTP/3 have no Upgrade
+	proto := exchange.ConnectProtocol(x)
+	switch {
+	case proto != nil && !ascii.EqualFold(proto, "websocket"):
+		return exchange.Errorf(http.StatusNotImplemented, "extended CONNECT for %q not supported", proto)
+	case proto == nil && exchange.Multiplexed(x): // HTTP/2 and HTTP/3 have no Upgrade
 		return exchange.Errorf(http.StatusBadRequest, "upgrade not supported on %s", x.Proto())
 	}
 	s := h.states.Get().(*state)
 	defer func() { s.finish(); h.states.Put(s) }()
-	s.start(x, x.ContentLength())
+	if proto != nil {
+		exchange.WillBlock(x) // the upstream may be slow: not on a read loop
+		s.start(x, 0)         // the stream's DATA is the tunnel, not a body
+		var k [16]byte
+		_, _ = rand.Read(k[:])
+		s.wsKey = base64.StdEncoding.AppendEncode(s.wsKey[:0], k[:])
+	} else {
+		s.start(x, x.ContentLength())
+	}
 	s.upgrade = true
 	s.buildHeaders()
 	s.applyOps(&h.headerUp)
@@ -103,10 +123,20 @@ func (h *Handler) upgradeOn(s *state, u *upstream, conn net.Conn, deadline time.
 		conn.Close()
 		return nil
 	}
+	ws := len(s.wsKey) > 0
+	if ws && !bytes.Equal(resp.Header.Peek("Sec-WebSocket-Accept"), wsAccept(s.wsKey)) {
+		return errBadAccept
+	}
 	_ = conn.SetDeadline(time.Time{})
+	if ws {
+		status = http.StatusOK // the HTTP/2 tunnel is open (RFC 8441, 5)
+	}
 	x.SetStatus(status)
 	for k, v := range resp.Header.All() {
 		if ascii.EqualFold(k, "content-length") || ascii.EqualFold(k, "transfer-encoding") {
+			continue
+		}
+		if ws && (ascii.EqualFold(k, "sec-websocket-accept") || ascii.EqualFold(k, "upgrade") || ascii.EqualFold(k, "connection")) {
 			continue
 		}
 		x.AddResponseHeaderBytes(k, v)
@@ -121,6 +151,16 @@ func (h *Handler) upgradeOn(s *state, u *upstream, conn net.Conn, deadline time.
 		u.node.InFlight.Add(-1)
 	}
 	return err
+}
+
+var errBadAccept = errors.New("upstream's Sec-WebSocket-Accept does not match the key sent")
+
+// wsAccept is the Sec-WebSocket-Accept answering key (RFC 6455, 4.2.2).
+func wsAccept(key []byte) []byte {
+	h := sha1.New()
+	h.Write(key)
+	h.Write([]byte("258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+	return base64.StdEncoding.AppendEncode(nil, h.Sum(nil))
 }
 
 // relay copies both ways until one side is done, then closes both.
