@@ -41,3 +41,25 @@ func TestTrimStartup(t *testing.T) {
 		t.Fatal(s)
 	}
 }
+
+// TestTrimmable: only mappings that hold the file's own bytes are
+// dropped; in a PIE build (RELRO) the read-only data the loader
+// relocated is kept, or pointers in it would revert to the file's.
+func TestTrimmable(t *testing.T) {
+	for _, c := range []struct {
+		perms string
+		relro bool
+		want  bool
+	}{
+		{"r-xp", false, true},
+		{"r--p", false, true},
+		{"rw-p", false, false},
+		{"r-xp", true, true},
+		{"r--p", true, false},
+		{"rw-p", true, false},
+	} {
+		if got := trimmable(c.perms, c.relro); got != c.want {
+			t.Errorf("trimmable(%q, relro=%v) = %v, want %v", c.perms, c.relro, got, c.want)
+		}
+	}
+}
