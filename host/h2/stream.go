@@ -26,6 +26,10 @@ type stream struct {
 	c   *conn
 	id  uint32
 	gen uint64 // bumped on reuse, for ClientWatch
+	// ctxTaken: a handler asked for the stream as a context (Context),
+	// which may outlive the request (a goroutine of context.WithCancel,
+	// say): such a stream is never pooled again (see release).
+	ctxTaken bool
 	// cond waits (on c.mu) for request body data and for send credit.
 	cond sync.Cond
 
@@ -104,6 +108,20 @@ func (st *stream) release() {
 	}
 	if st.reader != nil {
 		closeReader(st.reader)
+	}
+	if st.ctxTaken {
+		// A context made of this stream may still be asked Done or Err:
+		// it must keep its connection and read as cancelled, so the
+		// stream is left as it is, to the garbage collector. release
+		// runs under c.mu here (maybeReleaseLocked), as Done does.
+		st.file, st.outFile, st.reader = nil, nil, nil
+		if !st.aborted {
+			st.aborted = true
+			if st.done != nil {
+				close(st.done)
+			}
+		}
+		return
 	}
 	st.req.reset()
 	st.pseudo.reset()
@@ -683,6 +701,9 @@ func (st *stream) Context() context.Context {
 	if st.ctxOver != nil {
 		return st.ctxOver
 	}
+	st.c.mu.Lock()
+	st.ctxTaken = true
+	st.c.mu.Unlock()
 	return streamCtx{st}
 }
 func (st *stream) SetContext(ctx context.Context) { st.ctxOver = ctx }
