@@ -26,9 +26,10 @@ type stream struct {
 	c   *conn
 	id  uint32
 	gen uint64 // bumped on reuse, for ClientWatch
-	// ctxTaken: a handler asked for the stream as a context (Context),
-	// which may outlive the request (a goroutine of context.WithCancel,
-	// say): such a stream is never pooled again (see release).
+	// ctxTaken: a handler asked for the stream as a context (Context)
+	// or for a ClientWatch, which may outlive the request (a goroutine
+	// of context.WithCancel, say): such a stream is never pooled again
+	// (see release).
 	ctxTaken bool
 	// cond waits (on c.mu) for request body data and for send credit.
 	cond sync.Cond
@@ -746,6 +747,9 @@ func (st *stream) ClientGone() bool { return streamCtx{st}.Err() != nil }
 
 func (st *stream) ClientWatch() func() bool {
 	gen, c := st.gen, st.c
+	c.mu.Lock()
+	st.ctxTaken = true // the func may outlive the stream: see release
+	c.mu.Unlock()
 	return func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
