@@ -329,10 +329,26 @@ func writeJSON(w http.ResponseWriter, v any) {
 	_, _ = w.Write(b)
 }
 
+// postOnly answers 405 to anything but POST and reports whether r is one.
+func postOnly(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodPost {
+		return true
+	}
+	w.Header().Set("Allow", "POST")
+	http.Error(w, "method not allowed: use POST", http.StatusMethodNotAllowed)
+	return false
+}
+
+// line answers msg as one line of text.
+func line(w http.ResponseWriter, status int, msg string) {
+	if !strings.HasSuffix(msg, "\n") {
+		msg += "\n"
+	}
+	text(w, status, msg)
+}
+
 func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", "POST")
-		http.Error(w, "method not allowed: use POST", http.StatusMethodNotAllowed)
+	if !postOnly(w, r) {
 		return
 	}
 	if s.o.Reload == nil {
@@ -349,17 +365,11 @@ func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
 	if errors.As(err, &inv) {
 		status = http.StatusBadRequest
 	}
-	msg := err.Error()
-	if !strings.HasSuffix(msg, "\n") {
-		msg += "\n"
-	}
-	text(w, status, msg)
+	line(w, status, err.Error())
 }
 
 func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", "POST")
-		http.Error(w, "method not allowed: use POST", http.StatusMethodNotAllowed)
+	if !postOnly(w, r) {
 		return
 	}
 	if s.o.Upgrade == nil {
@@ -375,8 +385,5 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 			status = http.StatusConflict
 		}
 	}
-	if !strings.HasSuffix(msg, "\n") {
-		msg += "\n"
-	}
-	text(w, status, msg)
+	line(w, status, msg)
 }
