@@ -65,35 +65,9 @@ func (x *stdExchange) BufferBodyLimit(limit int64, deadline time.Time) (bool, er
 	if x.r.Method == http.MethodHead {
 		return true, nil
 	}
-	var (
-		b    []byte
-		fits = true
-		err  error
-	)
-	switch {
-	case x.file != nil:
-		if limit >= 0 && x.fileN > limit {
-			fits = false
-			break
-		}
-		b, fits, err = readBounded(io.NewSectionReader(x.file, x.fileOff, x.fileN), limit, time.Time{})
-	case x.streamFn != nil:
-		w := &limitWriter{limit: limit, deadline: deadline}
-		err = x.streamFn(w)
-		switch {
-		case w.err == errOverLimit: // also when fn ignored the error
-			fits, err = false, nil
-		case w.err != nil:
-			err = w.err
-		}
-		b = w.buf.Bytes()
-	case x.reader != nil:
-		if limit >= 0 && x.streamSize > limit {
-			fits = false
-			break
-		}
-		b, fits, err = readBounded(x.reader, limit, deadline)
-	default:
+	src := BodySource{File: x.file, Off: x.fileOff, N: x.fileN, Stream: x.streamFn, Reader: x.reader, Size: x.streamSize}
+	b, fits, ok, err := src.Buffer(limit, deadline)
+	if !ok {
 		return true, nil
 	}
 	x.ResetBody()

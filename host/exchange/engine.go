@@ -3,6 +3,7 @@ package exchange
 import (
 	"io"
 	"net"
+	"os"
 	"time"
 )
 
@@ -50,6 +51,41 @@ func BufferStream(fn func(StreamWriter) error, limit int64, deadline time.Time) 
 		return nil, false, w.err
 	}
 	return w.buf.Bytes(), err == nil, err
+}
+
+// BodySource is a response body an adapter holds but has not read: a
+// file region, a Stream producer or a reader of Size bytes (-1:
+// unknown). At most one is set.
+type BodySource struct {
+	File   *os.File
+	Off, N int64
+	Stream func(StreamWriter) error
+	Reader io.Reader
+	Size   int64
+}
+
+// Buffer reads the body into memory under the rules of BufferBodyLimit:
+// at most limit bytes (none when negative), the reads or writes refused
+// once deadline (when not zero) has passed; a file is read whatever the
+// deadline. ok is false when none is set: the body is in memory already.
+func (s BodySource) Buffer(limit int64, deadline time.Time) (b []byte, fits, ok bool, err error) {
+	switch {
+	case s.File != nil:
+		if limit >= 0 && s.N > limit {
+			return nil, false, true, nil
+		}
+		b, fits, err = readBounded(io.NewSectionReader(s.File, s.Off, s.N), limit, time.Time{})
+	case s.Stream != nil:
+		b, fits, err = BufferStream(s.Stream, limit, deadline)
+	case s.Reader != nil:
+		if limit >= 0 && s.Size > limit {
+			return nil, false, true, nil
+		}
+		b, fits, err = readBounded(s.Reader, limit, deadline)
+	default:
+		return nil, true, false, nil
+	}
+	return b, fits, true, err
 }
 
 // WillBlock tells the engine that the handler is about to wait on

@@ -1051,27 +1051,9 @@ func (st *stream) BufferBodyLimit(limit int64, deadline time.Time) (bool, error)
 	if string(st.Method()) == http.MethodHead {
 		return true, nil
 	}
-	var (
-		b    []byte
-		fits = true
-		err  error
-	)
-	switch {
-	case st.file != nil:
-		if limit >= 0 && st.fileN > limit {
-			fits = false
-			break
-		}
-		b, fits, err = exchange.ReadBounded(io.NewSectionReader(st.file, st.fileOff, st.fileN), limit, time.Time{})
-	case st.streamFn != nil:
-		b, fits, err = exchange.BufferStream(st.streamFn, limit, deadline)
-	case st.reader != nil:
-		if limit >= 0 && st.streamSize > limit {
-			fits = false
-			break
-		}
-		b, fits, err = exchange.ReadBounded(st.reader, limit, deadline)
-	default:
+	src := exchange.BodySource{File: st.file, Off: st.fileOff, N: st.fileN, Stream: st.streamFn, Reader: st.reader, Size: st.streamSize}
+	b, fits, ok, err := src.Buffer(limit, deadline)
+	if !ok {
 		return true, nil
 	}
 	st.ResetBody()
