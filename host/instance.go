@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/host/generation"
 	"github.com/sluicehq/sluice/host/handover"
 	"github.com/sluicehq/sluice/runtime"
 	"go.opentelemetry.io/otel/trace"
@@ -23,7 +24,7 @@ type Instance struct {
 	log   *slog.Logger
 	srv   *Server
 	path  string // "" when started from an in-memory config
-	deps  Deps
+	deps  generation.Deps
 	delay time.Duration   // InstanceOptions.ShutdownDelay
 	tel   *telemetry      // metrics, traces, access log, admin API
 	wasm  *runtime.Engine // created with the first filter; outlives generations
@@ -131,7 +132,7 @@ func load(path string) (*config.Config, error) {
 	if !diags.HasErrors() {
 		// Build what can be built without starting, so that a bad
 		// certificate or CA file is refused with its position.
-		diags = append(diags, Validate(cfg)...)
+		diags = append(diags, generation.Validate(cfg)...)
 	}
 	if diags.HasErrors() {
 		return nil, &DiagnosticsError{Diags: diags, Files: files}
@@ -139,18 +140,38 @@ func load(path string) (*config.Config, error) {
 	return cfg, nil
 }
 
-func (i *Instance) newDeps() Deps {
-	return Deps{Log: i.log, Wrap: i.tel.wrap, Upstream: i.tel.upstream}
+func (i *Instance) newDeps() generation.Deps {
+	return generation.Deps{Log: i.log, Wrap: i.tel.wrap, Upstream: i.tel.upstream}
+}
+
+// engine returns the process's Wasm engine, creating it on first use.
+// It outlives generations: compiled modules are shared across reloads.
+func (i *Instance) engine(cfg *config.Config) (*runtime.Engine, error) {
+	if i.wasm != nil {
+		return i.wasm, nil
+	}
+	e, err := runtime.NewEngine(context.Background(), runtime.EngineOptions{
+		CacheDir:       cfg.Server.CacheDir,
+		Logger:         i.tel.guestLogs(i.log),
+		TracerProvider: i.tracerProvider(),
+		Observer:       i.filterObserver(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wasm engine: %w", err)
+	}
+	i.wasm = e
+	return e, nil
 }
 
 func (i *Instance) apply(cfg *config.Config) error {
-	filters, closeFilters, err := i.buildFilters(cfg)
+	engine := func() (*runtime.Engine, error) { return i.engine(cfg) }
+	filters, closeFilters, err := generation.BuildFilters(cfg, engine, i.log)
 	if err != nil {
 		return err
 	}
 	d := i.deps
-	d.Filters = chainFor(filters)
-	g, err := Build(cfg, d)
+	d.Filters = generation.ChainFor(filters)
+	g, err := generation.Build(cfg, d)
 	if err != nil {
 		closeFilters()
 		return err
@@ -158,7 +179,7 @@ func (i *Instance) apply(cfg *config.Config) error {
 	g.Closers = append(g.Closers, closeFilters)
 	g.Filters = filters
 	if err := i.srv.Apply(g); err != nil {
-		g.close(i.log)
+		g.Close(i.log)
 		return err
 	}
 	i.cfg.Store(cfg)

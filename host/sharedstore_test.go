@@ -11,6 +11,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/host/generation"
 )
 
 // TestSharedStoreRateLimit: two instances (two servers in one process,
@@ -90,11 +91,11 @@ site "a.test" {
 		t.Fatal(diags)
 	}
 	var logs bytes.Buffer
-	g, err := Build(cfg, Deps{Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	g, err := generation.Build(cfg, generation.Deps{Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatalf("an unreachable store refused the config: %v", err)
 	}
-	defer g.close(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer g.Close(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	out := logs.String()
 	if !strings.Contains(out, "store: not answering") || !strings.Contains(out, addr) {
 		t.Errorf("no warning naming %s:\n%s", addr, out)

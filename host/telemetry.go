@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/sluicehq/sluice/host/admin"
 	"github.com/sluicehq/sluice/host/exchange"
 	"github.com/sluicehq/sluice/host/observe"
+	"github.com/sluicehq/sluice/host/store"
 	"github.com/sluicehq/sluice/host/tlsconf"
 )
 
@@ -254,10 +256,8 @@ func (t *telemetry) reportCertificates() {
 		return
 	}
 	var certs []tlsconf.Certificate
-	if g := t.inst.srv.Current(); g != nil && g.tls != nil {
-		for _, tb := range g.tls.tables {
-			certs = append(certs, tb.Certificates()...)
-		}
+	if g := t.inst.srv.Current(); g != nil {
+		certs = g.Certificates()
 	}
 	keys := make(map[[2]string]bool, len(certs))
 	for _, c := range certs {
@@ -367,3 +367,19 @@ func (i *Instance) AdminAddr() string { return i.tel.adminAddr() }
 // ReopenLogs reopens the access log file: call it on SIGUSR1, after the
 // log rotator renamed the file.
 func (i *Instance) ReopenLogs() error { return i.tel.reopen() }
+
+// storeErrors exports store.Errors as sluice_store_errors_total, one
+// series per operation, all present from the start.
+type storeErrors struct{}
+
+var storeErrorsDesc = prometheus.NewDesc("sluice_store_errors_total",
+	"Calls to the shared store (store \"redis\") that failed, by operation: rate_limit (the request was then decided by on_store_error), acme, ping.",
+	[]string{"operation"}, nil)
+
+func (storeErrors) Describe(ch chan<- *prometheus.Desc) { ch <- storeErrorsDesc }
+
+func (storeErrors) Collect(ch chan<- prometheus.Metric) {
+	for _, op := range store.Ops {
+		ch <- prometheus.MustNewConstMetric(storeErrorsDesc, prometheus.CounterValue, float64(store.Errors(op)), op)
+	}
+}

@@ -22,7 +22,7 @@
 //   - ACME HTTP-01 answers on plain connections;
 //   - after the handler: HSTS and Alt-Svc, unless the handler set its own.
 //
-// What is engine-specific stays in thin shims in host/listener.go (the
+// What is engine-specific stays in thin shims in host/listen/listener.go (the
 // field and framing checks fasthttp's parser skips, lingering close,
 // header timeouts).
 //
