@@ -12,8 +12,10 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/host/admin"
 	"github.com/sluicehq/sluice/host/generation"
 	"github.com/sluicehq/sluice/host/handover"
+	"github.com/sluicehq/sluice/host/tlsconf"
 	"github.com/sluicehq/sluice/runtime"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -116,7 +118,7 @@ func Start(o InstanceOptions) (*Instance, error) {
 		_ = tel.close(context.Background())
 		return nil, err
 	}
-	if err := tel.startAdmin(i); err != nil {
+	if err := tel.startAdmin(i.adminOptions(), i.certificates); err != nil {
 		_ = i.srv.Shutdown(context.Background())
 		_ = tel.close(context.Background())
 		return nil, err
@@ -183,6 +185,51 @@ func (i *Instance) apply(cfg *config.Config) error {
 		return err
 	}
 	i.cfg.Store(cfg)
+	return nil
+}
+
+// adminOptions are the admin API's calls into the instance (telemetry
+// adds its own settings: startAdmin).
+func (i *Instance) adminOptions() admin.Options {
+	o := admin.Options{
+		Reload: func() error {
+			err := i.Reload()
+			var d *DiagnosticsError
+			if errors.As(err, &d) {
+				return admin.Invalid(err)
+			}
+			return err
+		},
+		Config: func() any {
+			if c := i.Config(); c != nil {
+				return c.Redacted()
+			}
+			return nil
+		},
+		Filters: func() any { return i.FilterStats() },
+		Upgrade: func() (string, error) {
+			p, err := i.Upgrade(context.Background())
+			if errors.Is(err, ErrUpgradeInProgress) || errors.Is(err, ErrDraining) {
+				return "", admin.Conflict(err)
+			}
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("upgraded: pid %d serves; pid %d drains\n", p.Pid, os.Getpid()), nil
+		},
+		Ready: func() bool { return !i.srv.Draining() },
+	}
+	if c := i.Config(); c != nil && c.Admin != nil { // an inherited admin socket is taken only for an admin API
+		o.Listener, _ = i.sockets.Listener("admin", i.tel.adminListen())
+	}
+	return o
+}
+
+// certificates lists the certificates of the serving generation.
+func (i *Instance) certificates() []tlsconf.Certificate {
+	if g := i.srv.Current(); g != nil {
+		return g.Certificates()
+	}
 	return nil
 }
 

@@ -44,17 +44,14 @@ type Generation struct {
 }
 
 // Start runs g's starters (see Starters).
-func (g *Generation) Start() { g.start() }
-
-// Close closes what g built (see Closers), logging the errors.
-func (g *Generation) Close(log *slog.Logger) { g.close(log) }
-
-// start runs g's starters (see Starters).
-func (g *Generation) start() {
+func (g *Generation) Start() {
 	for _, start := range g.Starters {
 		start()
 	}
 }
+
+// Close closes what g built (see Closers), logging the errors.
+func (g *Generation) Close(log *slog.Logger) { g.close(log) }
 
 func (g *Generation) close(log *slog.Logger) {
 	for _, c := range g.Closers {
