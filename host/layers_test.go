@@ -30,8 +30,9 @@ var layers = []struct {
 }{
 	{"the running instance", []string{"host"}},
 	{"a config turned into handlers; sockets and engines", []string{"host/generation", "host/listen"}},
+	{"the one list of the handler blocks config decodes", []string{"host/handlers"}},
 	{"request policy and handlers", []string{"host/frontdoor", "host/gateway", "host/chain", "host/static", "host/proxy",
-		"host/exchange/exchangetest"}},
+		"host/respond", "host/exchange/exchangetest"}},
 	{"their parts", []string{"host/route", "host/tlsconf", "host/tlsconf/tlstest", "host/proxy/forwarded", "host/h2",
 		"host/observe", "host/admin", "host/store", "host/handover"}},
 	{"the exchange every engine and handler speaks", []string{"host/exchange"}},
@@ -143,8 +144,9 @@ const (
 	houseEnd   = "<!-- end of imports -->\n"
 )
 
-// drawing renders graph by layer, top first: each package and the host
-// packages it imports ("host/" left out).
+// drawing renders graph by layer, top first (a layer with no package
+// left out): each package and the host packages it imports ("host/" left
+// out).
 func drawing(graph map[string][]string) string {
 	short := func(p string) string {
 		if p == "host" {
@@ -161,14 +163,17 @@ func drawing(graph map[string][]string) string {
 				pkgs = append(pkgs, p)
 			}
 		}
+		if len(pkgs) == 0 {
+			continue
+		}
 		slices.Sort(pkgs)
-		fmt.Fprintf(&b, "%d. %s\n", i+1, l.name)
+		fmt.Fprintf(&b, "%s:\n", l.name)
 		for _, p := range pkgs {
 			deps := make([]string, 0, len(graph[p]))
 			for _, d := range graph[p] {
 				deps = append(deps, short(d))
 			}
-			line := fmt.Sprintf("   %-22s", short(p))
+			line := fmt.Sprintf("  %-22s", short(p))
 			if len(deps) > 0 {
 				line += " → " + strings.Join(deps, " ")
 			}

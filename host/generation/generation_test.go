@@ -13,9 +13,9 @@ import (
 	"github.com/sluicehq/sluice/host/exchange/exchangetest"
 )
 
-// serveConfig has one listener with two sites; the proxy route of
-// "a.test" is answered by Deps.Proxy, which reports the generation's
-// in-flight count.
+// serveConfig has one listener with two sites; the "/inflight/" route of
+// "a.test" is replaced by Deps.Wrap with one that reports the
+// generation's in-flight count.
 const serveConfig = `
 listener "127.0.0.1:8080" {}
 site "a.test" {
@@ -27,7 +27,7 @@ site "a.test" {
     respond { body = "a /api/" }
   }
   route "/inflight/" {
-    proxy { upstreams = ["http://127.0.0.1:1"] }
+    respond {}
   }
 }
 site "b.test" {
@@ -49,11 +49,14 @@ func TestServe(t *testing.T) {
 	}
 	log := slog.New(slog.DiscardHandler)
 	var g *Generation
-	g, err := Build(cfg, Deps{Log: log, Proxy: func(*config.Proxy, string) (exchange.Handler, func() error, error) {
+	g, err := Build(cfg, Deps{Log: log, Wrap: func(site, route string, h exchange.Handler) exchange.Handler {
+		if route != "/inflight/" {
+			return h
+		}
 		return exchange.HandlerFunc(func(x exchange.Exchange) error {
 			x.SetBody([]byte("inflight " + strconv.FormatInt(g.InFlight(), 10)))
 			return nil
-		}), nil, nil
+		})
 	}})
 	if err != nil {
 		t.Fatal(err)
