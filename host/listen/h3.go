@@ -17,8 +17,8 @@ import (
 )
 
 // h3Server is HTTP/3 on a TLS listener's port, over UDP: quic-go's
-// http3.Server in front of the same dispatch (and so the same front
-// door) and error renderer as the other engines, and the same certificates
+// http3.Server in front of the same handler (Deps.Handler, and so the
+// same front door) and error renderer as the other engines, and the same certificates
 // (the listener's tlsConfig, with ALPN h3). It opens and closes with its
 // listener; Options.HTTP3 turns it on.
 type h3Server struct {

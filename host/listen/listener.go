@@ -448,7 +448,7 @@ var errNoCertificate = errors.New("no certificate configured for this address")
 
 // fastHandler is the fasthttp shim in front of the exchange adapter:
 // what is about fasthttp's parser and connections, not about policy
-// (that is the front door's, in dispatch, for every engine). It refuses
+// (that is the front door's, behind Deps.Handler, for every engine). It refuses
 // with 400 what fasthttp's parser lets through and RFC 9112 does not
 // (fields): a field name with a space in it, Transfer-Encoding
 // "identity", and a chunked request that also declares Content-Length.
