@@ -10,12 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/generation"
 	"github.com/sluicehq/sluice/host/route"
 )
 
 // slowGeneration serves one route whose handler waits on release.
-func slowGeneration(t *testing.T, addr string, release <-chan struct{}, started chan<- struct{}, closed *atomic.Int32) *Generation {
+func slowGeneration(t *testing.T, addr string, release <-chan struct{}, started chan<- struct{}, closed *atomic.Int32) *generation.Generation {
 	site := &route.Site{Name: "s", Routes: []*route.Route{{Prefix: "/", Handler: exchange.HandlerFunc(func(x exchange.Exchange) error {
 		started <- struct{}{}
 		<-release
@@ -26,9 +28,9 @@ func slowGeneration(t *testing.T, addr string, release <-chan struct{}, started 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Generation{
+	return &generation.Generation{
 		Tables:    map[string]*route.Table{addr: tab},
-		Listeners: []ListenerOptions{{Address: addr, MaxHeaderBytes: 16 << 10}},
+		Listeners: []*config.Listener{{Address: addr, MaxHeaderBytes: 16 << 10}},
 		Grace:     5 * time.Second,
 		Closers:   []func() error{func() error { closed.Add(1); return nil }},
 	}

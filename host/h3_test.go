@@ -15,6 +15,7 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/host/generation"
 	"github.com/sluicehq/sluice/host/tlsconf/tlstest"
 )
 
@@ -229,12 +230,12 @@ func TestHTTP3PortTaken(t *testing.T) {
 	a := e.site(t, "a.test", addr)
 	l := tlsListenerFor(addr, true, a)
 	l.HTTP3 = true
-	g, err := Build(&config.Config{Sites: []*config.Site{a}, Listeners: []*config.Listener{l}}, tlsTestDeps())
+	g, err := generation.Build(&config.Config{Sites: []*config.Site{a}, Listeners: []*config.Listener{l}}, tlsTestDeps())
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := NewServer(tlsTestDeps().Log)
-	defer g.close(srv.log)
+	defer g.Close(srv.log)
 	if err := srv.Apply(g); err == nil || !strings.Contains(err.Error(), "http3") {
 		t.Fatalf("Apply with the UDP port taken: %v, want an http3 error", err)
 	}

@@ -12,7 +12,10 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/host/admin"
+	"github.com/sluicehq/sluice/host/generation"
 	"github.com/sluicehq/sluice/host/handover"
+	"github.com/sluicehq/sluice/host/tlsconf"
 	"github.com/sluicehq/sluice/runtime"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -23,7 +26,7 @@ type Instance struct {
 	log   *slog.Logger
 	srv   *Server
 	path  string // "" when started from an in-memory config
-	deps  Deps
+	deps  generation.Deps
 	delay time.Duration   // InstanceOptions.ShutdownDelay
 	tel   *telemetry      // metrics, traces, access log, admin API
 	wasm  *runtime.Engine // created with the first filter; outlives generations
@@ -115,7 +118,7 @@ func Start(o InstanceOptions) (*Instance, error) {
 		_ = tel.close(context.Background())
 		return nil, err
 	}
-	if err := tel.startAdmin(i); err != nil {
+	if err := tel.startAdmin(i.adminOptions(), i.certificates); err != nil {
 		_ = i.srv.Shutdown(context.Background())
 		_ = tel.close(context.Background())
 		return nil, err
@@ -131,7 +134,7 @@ func load(path string) (*config.Config, error) {
 	if !diags.HasErrors() {
 		// Build what can be built without starting, so that a bad
 		// certificate or CA file is refused with its position.
-		diags = append(diags, Validate(cfg)...)
+		diags = append(diags, generation.Validate(cfg)...)
 	}
 	if diags.HasErrors() {
 		return nil, &DiagnosticsError{Diags: diags, Files: files}
@@ -139,18 +142,38 @@ func load(path string) (*config.Config, error) {
 	return cfg, nil
 }
 
-func (i *Instance) newDeps() Deps {
-	return Deps{Log: i.log, Wrap: i.tel.wrap, Upstream: i.tel.upstream}
+func (i *Instance) newDeps() generation.Deps {
+	return generation.Deps{Log: i.log, Wrap: i.tel.wrap, Upstream: i.tel.upstream}
+}
+
+// engine returns the process's Wasm engine, creating it on first use.
+// It outlives generations: compiled modules are shared across reloads.
+func (i *Instance) engine(cfg *config.Config) (*runtime.Engine, error) {
+	if i.wasm != nil {
+		return i.wasm, nil
+	}
+	e, err := runtime.NewEngine(context.Background(), runtime.EngineOptions{
+		CacheDir:       cfg.Server.CacheDir,
+		Logger:         i.tel.guestLogs(i.log),
+		TracerProvider: i.tracerProvider(),
+		Observer:       i.filterObserver(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wasm engine: %w", err)
+	}
+	i.wasm = e
+	return e, nil
 }
 
 func (i *Instance) apply(cfg *config.Config) error {
-	filters, closeFilters, err := i.buildFilters(cfg)
+	engine := func() (*runtime.Engine, error) { return i.engine(cfg) }
+	filters, closeFilters, err := generation.BuildFilters(cfg, engine, i.log)
 	if err != nil {
 		return err
 	}
 	d := i.deps
-	d.Filters = chainFor(filters)
-	g, err := Build(cfg, d)
+	d.Filters = generation.ChainFor(filters)
+	g, err := generation.Build(cfg, d)
 	if err != nil {
 		closeFilters()
 		return err
@@ -158,10 +181,55 @@ func (i *Instance) apply(cfg *config.Config) error {
 	g.Closers = append(g.Closers, closeFilters)
 	g.Filters = filters
 	if err := i.srv.Apply(g); err != nil {
-		g.close(i.log)
+		g.Close(i.log)
 		return err
 	}
 	i.cfg.Store(cfg)
+	return nil
+}
+
+// adminOptions are the admin API's calls into the instance (telemetry
+// adds its own settings: startAdmin).
+func (i *Instance) adminOptions() admin.Options {
+	o := admin.Options{
+		Reload: func() error {
+			err := i.Reload()
+			var d *DiagnosticsError
+			if errors.As(err, &d) {
+				return admin.Invalid(err)
+			}
+			return err
+		},
+		Config: func() any {
+			if c := i.Config(); c != nil {
+				return c.Redacted()
+			}
+			return nil
+		},
+		Filters: func() any { return i.FilterStats() },
+		Upgrade: func() (string, error) {
+			p, err := i.Upgrade(context.Background())
+			if errors.Is(err, ErrUpgradeInProgress) || errors.Is(err, ErrDraining) {
+				return "", admin.Conflict(err)
+			}
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("upgraded: pid %d serves; pid %d drains\n", p.Pid, os.Getpid()), nil
+		},
+		Ready: func() bool { return !i.srv.Draining() },
+	}
+	if c := i.Config(); c != nil && c.Admin != nil { // an inherited admin socket is taken only for an admin API
+		o.Listener, _ = i.sockets.Listener("admin", i.tel.adminListen())
+	}
+	return o
+}
+
+// certificates lists the certificates of the serving generation.
+func (i *Instance) certificates() []tlsconf.Certificate {
+	if g := i.srv.Current(); g != nil {
+		return g.Certificates()
+	}
 	return nil
 }
 

@@ -267,5 +267,5 @@ site "a.test" {
 func (s *Server) dispatchAt(addr string) exchange.Handler {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.dispatch(s.listeners[addr])
+	return s.listeners[addr].Handler()
 }

@@ -3,18 +3,19 @@ package host
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/host/exchange"
-	"github.com/sluicehq/sluice/host/frontdoor"
+	"github.com/sluicehq/sluice/host/generation"
 	"github.com/sluicehq/sluice/host/handover"
-	"github.com/sluicehq/sluice/host/route"
-	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/host/listen"
+	"github.com/sluicehq/sluice/host/tlsconf"
 )
 
 // Server owns the listeners and the current generation. Listeners
@@ -23,43 +24,14 @@ import (
 type Server struct {
 	log *slog.Logger
 
-	gen atomic.Pointer[Generation]
+	gen atomic.Pointer[generation.Generation]
 
 	mu        sync.Mutex // guards listeners and reloads; never taken on the request path
-	listeners map[string]*listener
+	listeners map[string]*listen.Listener
 	draining  atomic.Bool
 	// inherit holds the sockets from systemd or from the sluice this
-	// process replaced; openListener takes from it before it binds.
+	// process replaced; a listener takes from it before it binds.
 	inherit *handover.Sockets
-}
-
-// Generation is everything one config load built: a route table per
-// listener and what must be closed when the generation retires.
-type Generation struct {
-	// Tables maps a configured listen address to its sites and routes.
-	Tables map[string]*route.Table
-	// Listeners lists the listening addresses and their settings.
-	Listeners []ListenerOptions
-	// Grace bounds how long a retired generation waits for its requests.
-	Grace time.Duration
-	// Starters start what the generation's handlers run in the background
-	// (proxy health checks, ACME sites obtaining certificates); Apply runs
-	// them just before it swaps g in, so a generation that is built and
-	// closed without serving (a refused reload, `sluice validate`) never
-	// starts anything.
-	Starters []func()
-	// Closers are closed, in order, once the generation has drained.
-	Closers []func() error
-	// Info is the host's own data for admin endpoints (the config, say).
-	Info any
-	// Filters are the generation's Wasm filters by name.
-	Filters map[string]*runtime.Filter
-	// Doors maps a configured listen address to its front door: the
-	// request policy every engine of the listener applies.
-	Doors map[string]*frontdoor.Door
-
-	tls      *tlsGen // certificates and TLS policies per listener (tls.go); nil without TLS
-	inflight atomic.Int64
 }
 
 // NewServer returns a server with no listeners.
@@ -67,40 +39,34 @@ func NewServer(log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{log: log, listeners: make(map[string]*listener)}
+	return &Server{log: log, listeners: make(map[string]*listen.Listener)}
 }
 
 // Current returns the generation serving now (nil before the first Apply).
-func (s *Server) Current() *Generation { return s.gen.Load() }
+func (s *Server) Current() *generation.Generation { return s.gen.Load() }
 
 // Apply opens the listeners g needs, swaps g in, closes listeners no
 // longer used, and retires the previous generation in the background once
 // its in-flight requests have finished (or its grace period has passed).
 // On error nothing has changed: the old generation keeps serving.
-func (s *Server) Apply(g *Generation) error {
+func (s *Server) Apply(g *generation.Generation) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if g.Doors == nil { // a generation not made by Build: doors without trusted proxies
-		g.Doors = make(map[string]*frontdoor.Door, len(g.Listeners))
-	}
-	for _, o := range g.Listeners {
-		if g.Doors[o.Address] == nil {
-			g.Doors[o.Address] = g.newDoor(o.Address, o.MaxRequestBody, nil)
-		}
-	}
+	g.DefaultDoors()
 	// The first generation is in place before its listeners open, so that
 	// a client quick enough to connect in between is not answered 503.
 	first := s.gen.Load() == nil
 	if first {
-		g.start()
+		g.Start()
 		s.gen.Store(g)
 	}
-	want := make(map[string]ListenerOptions, len(g.Listeners))
-	var opened []*listener
-	for _, o := range g.Listeners {
+	want := make(map[string]listen.Options, len(g.Listeners))
+	var opened []*listen.Listener
+	for _, cl := range g.Listeners {
+		o := listenOptions(cl)
 		want[o.Address] = o
 		if l, ok := s.listeners[o.Address]; ok {
-			if l.opts != o {
+			if l.Options() != o {
 				// The socket is kept (closing it could drop connections
 				// waiting in its queue), so its engine settings stay.
 				s.log.Warn("listener settings changed; they take effect on restart", "address", o.Address)
@@ -110,9 +76,8 @@ func (s *Server) Apply(g *Generation) error {
 		l, err := s.openListener(o)
 		if err != nil {
 			for _, l := range opened {
-				l.ln.Close()
-				l.closeH3() // h3.go
-				delete(s.listeners, l.opts.Address)
+				l.Close()
+				delete(s.listeners, l.Options().Address)
 			}
 			if first {
 				s.gen.Store(nil) // the caller closes g, stopping what started
@@ -122,13 +87,13 @@ func (s *Server) Apply(g *Generation) error {
 		s.listeners[o.Address] = l
 		opened = append(opened, l)
 	}
-	var old *Generation
+	var old *generation.Generation
 	if !first {
-		g.start()
+		g.Start()
 		old = s.gen.Swap(g)
 	}
 	for _, l := range opened { // only now: an inherited socket may have connections waiting
-		l.serve()
+		l.Serve()
 	}
 	for addr, l := range s.listeners {
 		if _, ok := want[addr]; !ok {
@@ -136,7 +101,7 @@ func (s *Server) Apply(g *Generation) error {
 			go func() {
 				ctx, cancel := context.WithTimeout(context.Background(), g.Grace)
 				defer cancel()
-				_ = l.shutdown(ctx)
+				_ = l.Shutdown(ctx)
 				s.log.Info("listener closed", "address", addr)
 			}()
 		}
@@ -148,32 +113,17 @@ func (s *Server) Apply(g *Generation) error {
 }
 
 // retire waits for a replaced generation's requests, then closes it.
-func (s *Server) retire(g *Generation) {
+func (s *Server) retire(g *generation.Generation) {
 	deadline := time.Now().Add(g.Grace)
 	// A request may have loaded the old pointer just before the swap and
 	// not yet counted itself; the first pause covers that window.
 	for tick := 5 * time.Millisecond; ; tick = min(tick*2, 100*time.Millisecond) {
 		time.Sleep(tick)
-		if g.inflight.Load() == 0 || time.Now().After(deadline) {
+		if g.InFlight() == 0 || time.Now().After(deadline) {
 			break
 		}
 	}
-	g.close(s.log)
-}
-
-// start runs g's starters (see Starters).
-func (g *Generation) start() {
-	for _, start := range g.Starters {
-		start()
-	}
-}
-
-func (g *Generation) close(log *slog.Logger) {
-	for _, c := range g.Closers {
-		if err := c(); err != nil {
-			log.Warn("closing generation", "error", err)
-		}
-	}
+	g.Close(s.log)
 }
 
 // Draining reports whether Shutdown has begun.
@@ -185,7 +135,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
 	s.mu.Lock()
 	ls := s.listeners
-	s.listeners = map[string]*listener{}
+	s.listeners = map[string]*listen.Listener{}
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	errs := make(chan error, len(ls))
@@ -193,7 +143,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- l.shutdown(ctx)
+			errs <- l.Shutdown(ctx)
 		}()
 	}
 	wg.Wait()
@@ -203,83 +153,90 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		all = append(all, err)
 	}
 	if g := s.gen.Swap(nil); g != nil {
-		g.close(s.log)
+		g.Close(s.log)
 	}
 	return errors.Join(all...)
 }
 
-// dispatch is the request path's entry for every engine of a listener:
-// current generation → the listener's front door (policy, site) → route
-// by path → the route's handler (filters, then the native handler).
-func (s *Server) dispatch(l *listener) exchange.Handler {
-	addr := l.opts.Address
+// openListener opens the listener of o, serving dispatch and the
+// current generation's certificates.
+func (s *Server) openListener(o listen.Options) (*listen.Listener, error) {
+	return listen.Open(o, listen.Deps{
+		Handler: func(altSvc string) exchange.Handler { return s.dispatch(o.Address, altSvc) },
+		TLS: func() *tlsconf.Table {
+			if g := s.gen.Load(); g != nil {
+				return g.TLSTable(o.Address)
+			}
+			return nil
+		},
+		Inherit: s.inherit,
+		Log:     s.log,
+	})
+}
+
+// listenOptions are the engine settings of a configured listener.
+func listenOptions(l *config.Listener) listen.Options {
+	return listen.Options{
+		Address:           l.Address,
+		ReadTimeout:       l.ReadTimeout,
+		ReadHeaderTimeout: l.ReadHeaderTimeout,
+		WriteTimeout:      l.WriteTimeout,
+		IdleTimeout:       l.IdleTimeout,
+		MaxHeaderBytes:    l.MaxHeaderBytes,
+		MaxRequestBody:    l.MaxRequestBody,
+		MaxConns:          l.MaxConns,
+		TLS:               l.TLS,
+		H2C:               l.H2C,
+		HTTP3:             l.HTTP3,
+		TCPNoPush:         l.TCPNoPush,
+		HTTP2Engine:       l.HTTP2Engine,
+	}
+}
+
+// dispatch is the request path's entry for every engine of the listener
+// configured as addr: the current generation, one atomic load, then the
+// generation's own path (generation.Generation.Serve).
+func (s *Server) dispatch(addr, altSvc string) exchange.Handler {
 	return exchange.HandlerFunc(func(x exchange.Exchange) error {
 		g := s.gen.Load()
 		if g == nil {
 			return errUnavailable
 		}
-		g.inflight.Add(1)
-		defer g.inflight.Add(-1)
-		d := g.Doors[addr]
-		if d == nil {
-			return errNotFound
-		}
-		return d.Serve(x, l.altSvc(), func(site *route.Site) error {
-			p, err := canonicalPath(x, site) // path.go
-			if err != nil {
-				return err
-			}
-			r := site.Match(p)
-			if r == nil {
-				if site.NotFound != nil {
-					return site.NotFound.ServeExchange(x)
-				}
-				return errNotFound
-			}
-			return r.Handler.ServeExchange(x)
-		})
+		return g.Serve(x, addr, altSvc)
 	})
 }
 
-var (
-	errNotFound    = exchange.Errorf(http.StatusNotFound, "not found")
-	errUnavailable = exchange.Errorf(http.StatusServiceUnavailable, "service unavailable")
-)
+var errUnavailable = exchange.Errorf(http.StatusServiceUnavailable, "service unavailable")
 
-// renderError is the one place that turns a handler's error into a
-// response: the status it carries and a short plain-text body. Causes go
-// to the log, never to the client.
-func (s *Server) renderError(x exchange.Exchange, err error) {
-	status := exchange.StatusOf(err)
-	switch status {
-	case http.StatusBadRequest, http.StatusRequestTimeout, http.StatusRequestEntityTooLarge,
-		http.StatusRequestHeaderFieldsTooLarge, http.StatusHTTPVersionNotSupported:
-		// The request may still be arriving, unread: end the connection
-		// after this answer (lingering, on HTTP/1.1), as nginx does.
-		exchange.CloseConnection(x)
+// Addr returns the bound address of a configured listener, or nil.
+func (s *Server) Addr(configured string) net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.listeners[configured]; ok {
+		return l.Addr()
 	}
-	msg := ""
-	var e *exchange.Error
-	if errors.As(err, &e) {
-		msg = e.Message
-		if e.Err != nil && status >= 500 {
-			s.log.Warn("request failed", "method", string(x.Method()), "path", string(x.Path()), "status", status, "error", e.Err)
+	return nil
+}
+
+// handoverFiles returns duplicates of the listeners' sockets (TCP, and
+// UDP for HTTP/3), named for handover.Start, for a successor process.
+func (s *Server) handoverFiles() ([]handover.File, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var files []handover.File
+	for _, l := range s.listeners {
+		fs, err := l.Files()
+		if err != nil {
+			closeFiles(files)
+			return nil, err
 		}
-	} else {
-		s.log.Error("request failed", "method", string(x.Method()), "path", string(x.Path()), "error", err)
+		files = append(files, fs...)
 	}
-	if msg == "" {
-		msg = http.StatusText(status)
-		if msg == "" {
-			msg = fmt.Sprintf("status %d", status)
-		}
+	return files, nil
+}
+
+func closeFiles(files []handover.File) {
+	for _, f := range files {
+		_ = f.File.Close()
 	}
-	x.ResetBody()
-	x.SetStatus(status)
-	x.DelResponseHeader("Content-Encoding")
-	x.DelResponseHeader("ETag")
-	x.DelResponseHeader("Last-Modified")
-	x.SetResponseHeader("Content-Type", "text/plain; charset=utf-8")
-	x.SetResponseHeader("X-Content-Type-Options", "nosniff")
-	x.SetBody([]byte(msg + "\n"))
 }

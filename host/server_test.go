@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/host/generation"
 )
 
 // startConfig writes src (with %s replaced by the docroot) to a temp
@@ -372,7 +373,7 @@ func TestFirstApplyFails(t *testing.T) {
 	s := NewServer(slog.New(slog.DiscardHandler))
 	var started atomic.Int32
 	free := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	g := &Generation{Listeners: []ListenerOptions{{Address: free}, {Address: taken.Addr().String()}},
+	g := &generation.Generation{Listeners: []*config.Listener{{Address: free}, {Address: taken.Addr().String()}},
 		Grace: time.Second, Starters: []func(){func() { started.Add(1) }}}
 	if err := s.Apply(g); err == nil {
 		t.Fatal("Apply succeeded on an address in use")
@@ -380,7 +381,7 @@ func TestFirstApplyFails(t *testing.T) {
 	if s.Current() != nil {
 		t.Error("a generation that failed to apply is current")
 	}
-	g2 := &Generation{Listeners: []ListenerOptions{{Address: free}}, Grace: time.Second,
+	g2 := &generation.Generation{Listeners: []*config.Listener{{Address: free}}, Grace: time.Second,
 		Starters: []func(){func() { started.Add(1) }}}
 	if err := s.Apply(g2); err != nil {
 		t.Fatal(err)

@@ -1,20 +1,17 @@
 package host
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"maps"
-	"net"
-	"os"
 	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
@@ -22,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/host/admin"
 	"github.com/sluicehq/sluice/host/exchange"
 	"github.com/sluicehq/sluice/host/observe"
+	"github.com/sluicehq/sluice/host/store"
 	"github.com/sluicehq/sluice/host/tlsconf"
 )
 
@@ -43,9 +41,9 @@ type telemetry struct {
 	// shutdownDelay is server.shutdown_delay of the config serving now:
 	// Shutdown's delay when InstanceOptions.ShutdownDelay is zero.
 	shutdownDelay atomic.Int64
-	// inst is the instance served (set by startAdmin), for the
-	// certificates of its serving generation.
-	inst *Instance
+	// certs lists the certificates of the serving generation (set by
+	// startAdmin), for the expiry metric.
+	certs func() []tlsconf.Certificate
 	// certEvery is how often certificate expiries are read again (files
 	// reloaded, ACME certificates obtained or renewed); certKeys the
 	// (site, name) pairs last reported.
@@ -184,49 +182,21 @@ func (t *telemetry) reopen() error {
 	return t.access.Reopen()
 }
 
-// startAdmin opens the admin listener, serving i's config, readiness and
-// reloads. Without an admin block it does nothing.
-func (t *telemetry) startAdmin(i *Instance) error {
-	t.inst = i
-	cfg := i.Config()
-	if cfg == nil || cfg.Admin == nil {
+// startAdmin opens the admin listener. o carries what the admin API asks
+// of the instance (Reload, Config, Filters, Upgrade, an inherited
+// Listener, and Ready, to which telemetry adds its own draining);
+// telemetry fills in the listen address, token, log and metrics from the
+// first config. certs lists the serving generation's certificates, for
+// the expiry metric. Without an admin block it does nothing.
+func (t *telemetry) startAdmin(o admin.Options, certs func() []tlsconf.Certificate) error {
+	t.certs = certs
+	a := t.first.Admin
+	if a == nil {
 		return nil
 	}
-	o := admin.Options{
-		Listen: cfg.Admin.Listen,
-		Token:  cfg.Admin.Token,
-		Log:    t.log,
-		Reload: func() error {
-			err := i.Reload()
-			var d *DiagnosticsError
-			if errors.As(err, &d) {
-				return admin.Invalid(err)
-			}
-			return err
-		},
-		Config: func() any {
-			if c := i.Config(); c != nil {
-				return c.Redacted()
-			}
-			return nil
-		},
-		Filters: func() any { return i.FilterStats() },
-		Upgrade: func() (string, error) {
-			p, err := i.Upgrade(context.Background())
-			if errors.Is(err, ErrUpgradeInProgress) || errors.Is(err, ErrDraining) {
-				return "", admin.Conflict(err)
-			}
-			if err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("upgraded: pid %d serves; pid %d drains\n", p.Pid, os.Getpid()), nil
-		},
-		Listener: func() net.Listener {
-			ln, _ := i.sockets.Listener("admin", cmp.Or(cfg.Admin.Listen, admin.DefaultListen))
-			return ln
-		}(),
-		Ready: func() bool { return !t.draining.Load() && !i.srv.Draining() },
-	}
+	o.Listen, o.Token, o.Log = a.Listen, a.Token, t.log
+	ready := o.Ready
+	o.Ready = func() bool { return !t.draining.Load() && (ready == nil || ready()) }
 	if t.metrics != nil {
 		o.Metrics = t.metrics.Handler()
 	}
@@ -250,15 +220,10 @@ func (t *telemetry) startAdmin(i *Instance) error {
 // certificates). The series are reset first when the set of (site,
 // name) pairs changed, so that a certificate no longer served goes.
 func (t *telemetry) reportCertificates() {
-	if t.metrics == nil || t.inst == nil {
+	if t.metrics == nil || t.certs == nil {
 		return
 	}
-	var certs []tlsconf.Certificate
-	if g := t.inst.srv.Current(); g != nil && g.tls != nil {
-		for _, tb := range g.tls.tables {
-			certs = append(certs, tb.Certificates()...)
-		}
-	}
+	certs := t.certs()
 	keys := make(map[[2]string]bool, len(certs))
 	for _, c := range certs {
 		keys[[2]string{c.Site, c.Name}] = true
@@ -333,13 +298,10 @@ func (t *telemetry) retire(ctx context.Context, drain func(context.Context) erro
 }
 
 // adminListen is the admin listen address as configured (its handover
-// name).
+// name). It is the first config's: admin settings change at a restart.
 func (t *telemetry) adminListen() string {
-	if t.inst == nil {
-		return admin.DefaultListen
-	}
-	if c := t.inst.Config(); c != nil && c.Admin != nil && c.Admin.Listen != "" {
-		return c.Admin.Listen
+	if a := t.first.Admin; a != nil && a.Listen != "" {
+		return a.Listen
 	}
 	return admin.DefaultListen
 }
@@ -367,3 +329,19 @@ func (i *Instance) AdminAddr() string { return i.tel.adminAddr() }
 // ReopenLogs reopens the access log file: call it on SIGUSR1, after the
 // log rotator renamed the file.
 func (i *Instance) ReopenLogs() error { return i.tel.reopen() }
+
+// storeErrors exports store.Errors as sluice_store_errors_total, one
+// series per operation, all present from the start.
+type storeErrors struct{}
+
+var storeErrorsDesc = prometheus.NewDesc("sluice_store_errors_total",
+	"Calls to the shared store (store \"redis\") that failed, by operation: rate_limit (the request was then decided by on_store_error), acme, ping.",
+	[]string{"operation"}, nil)
+
+func (storeErrors) Describe(ch chan<- *prometheus.Desc) { ch <- storeErrorsDesc }
+
+func (storeErrors) Collect(ch chan<- prometheus.Metric) {
+	for _, op := range store.Ops {
+		ch <- prometheus.MustNewConstMetric(storeErrorsDesc, prometheus.CounterValue, float64(store.Errors(op)), op)
+	}
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/generation"
 	"github.com/sluicehq/sluice/host/tlsconf/tlstest"
 )
 
@@ -31,8 +32,8 @@ var tlsEcho = exchange.HandlerFunc(func(x exchange.Exchange) error {
 
 const testIDHeader = "X-Client-Subject"
 
-func tlsTestDeps() Deps {
-	return Deps{
+func tlsTestDeps() generation.Deps {
+	return generation.Deps{
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Proxy: func(*config.Proxy, string) (exchange.Handler, func() error, error) {
 			return tlsEcho, nil, nil
@@ -93,7 +94,7 @@ func tlsStart(t testing.TB, cfg *config.Config) *Server {
 	t.Helper()
 	cfg.Server.ShutdownTimeout = 2 * time.Second
 	srv := NewServer(tlsTestDeps().Log)
-	g, err := Build(cfg, tlsTestDeps())
+	g, err := generation.Build(cfg, tlsTestDeps())
 	if err != nil {
 		t.Fatal(err)
 	}

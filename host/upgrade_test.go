@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/host/generation"
 	"github.com/sluicehq/sluice/host/handover"
 	"golang.org/x/net/websocket"
 )
@@ -118,7 +119,7 @@ func TestHandoverSockets(t *testing.T) {
 	}
 	next := NewServer(tlsTestDeps().Log)
 	next.inherit = socks
-	g, err := Build(old.Current().Info.(*config.Config), tlsTestDeps())
+	g, err := generation.Build(old.Current().Info.(*config.Config), tlsTestDeps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +190,7 @@ site "*" {
 		}
 		srv := NewServer(tlsTestDeps().Log)
 		srv.inherit = socks
-		g, err := Build(cfg, tlsTestDeps())
+		g, err := generation.Build(cfg, tlsTestDeps())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/host"
+	"github.com/sluicehq/sluice/host/generation"
 	"github.com/sluicehq/sluice/host/handover"
 	"github.com/sluicehq/sluice/runtime"
 )
@@ -253,7 +254,7 @@ offending line, and exit 1.`)
 	cfg, files, diags := config.LoadFiles(*file)
 	if !diags.HasErrors() {
 		diags = append(diags, validateFilters(cfg)...)
-		diags = append(diags, host.Validate(cfg)...)
+		diags = append(diags, generation.Validate(cfg)...)
 	}
 	if len(diags) > 0 {
 		fmt.Fprint(w, config.FormatDiagnostics(diags, files))
@@ -342,13 +343,13 @@ func cmdReload(args []string) int {
 // failure: a failed setup at the filter's `config` attribute, anything
 // else at its `module` attribute.
 func validateFilters(cfg *config.Config) hcl.Diagnostics {
-	err := host.ValidateFilters(cfg)
+	err := generation.ValidateFilters(cfg)
 	if err == nil {
 		return nil
 	}
 	var diags hcl.Diagnostics
 	for _, e := range unjoin(err) {
-		var fe *host.FilterError
+		var fe *generation.FilterError
 		if errors.As(e, &fe) {
 			summary, r := "Invalid filter module", fe.Filter.ModuleRange
 			var se *runtime.SetupError

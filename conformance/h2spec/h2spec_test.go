@@ -21,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/conformance/internal/gotool"
 	"github.com/sluicehq/sluice/host"
+	"github.com/sluicehq/sluice/host/generation"
 	"github.com/sluicehq/sluice/host/tlsconf/tlstest"
 )
 
@@ -81,7 +82,7 @@ func serve(t *testing.T, k tlstest.Kind, engine string) (tlsAddr, h2cAddr string
 	cfg.Server.ShutdownTimeout = 2 * time.Second
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := host.NewServer(log)
-	g, err := host.Build(cfg, host.Deps{Log: log})
+	g, err := generation.Build(cfg, generation.Deps{Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

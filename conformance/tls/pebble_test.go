@@ -23,6 +23,7 @@ import (
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/conformance/internal/gotool"
 	"github.com/sluicehq/sluice/host"
+	"github.com/sluicehq/sluice/host/generation"
 	"github.com/sluicehq/sluice/host/tlsconf/tlstest"
 )
 
@@ -178,7 +179,7 @@ func startSluice(t *testing.T, p *pebble, tlsAddr, plainAddr, storage, email str
 	cfg.Server.ShutdownTimeout = 2 * time.Second
 	log := slog.New(slog.NewTextHandler(newTestWriter(t), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv := host.NewServer(log)
-	g, err := host.Build(cfg, host.Deps{Log: log})
+	g, err := generation.Build(cfg, generation.Deps{Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,9 +22,9 @@
 //   - ACME HTTP-01 answers on plain connections;
 //   - after the handler: HSTS and Alt-Svc, unless the handler set its own.
 //
-// What is engine-specific stays in thin shims in host/listener.go (the
-// field and framing checks fasthttp's parser skips, lingering close,
-// header timeouts).
+// What is engine-specific stays in thin shims in host/listen (the field
+// and framing checks fasthttp's parser skips, lingering close, header
+// timeouts).
 //
 // frontdoor imports exchange, route, tlsconf and proxy/forwarded; it
 // knows nothing of engines, generations or config.

@@ -4,7 +4,7 @@
 // each request to the same exchange.Handler as the fasthttp engine, with
 // no net/http in between.
 //
-// Where it sits on the request path: listener (host/listener.go) → this
+// Where it sits on the request path: listener (host/listen) → this
 // engine (frames, HPACK, streams, flow control) → its Exchange adapter
 // (stream.go) → the host's dispatch (front door, routing, filters, the
 // native handler) → the response, committed after the handler returns

@@ -1,10 +1,11 @@
 // Package observe is sluice's telemetry: Prometheus metrics, OpenTelemetry
 // traces and the access log.
 //
-// Where it sits on the request path: Observer.Wrap is the outermost layer
-// of every route handler (host.Deps.Wrap), so a request meets it after the
-// site and route were chosen and leaves it after the filters and the native
-// handler returned; the engine writes the response after that. The filter
+// Where it sits on the request path: Observer.Wrap is the outermost
+// layer of every route handler (host/generation's Deps.Wrap), so a
+// request meets it after the site and route were chosen and leaves it
+// after the filters and the native handler returned; the engine writes
+// the response after that. The filter
 // host reports each Wasm invocation to Metrics.Invocation, the proxy each
 // upstream attempt to an Upstream handle and injects the trace context
 // with Inject.

@@ -36,7 +36,7 @@ type panicT struct{}
 func (panicT) Helper()           {}
 func (panicT) Fatal(args ...any) { panic(args) }
 
-// startH3 serves h over HTTP/3 on a UDP loopback socket, as host/h3.go
+// startH3 serves h over HTTP/3 on a UDP loopback socket, as host/listen/h3.go
 // does: exchange.Std behind quic-go's http3.Server, TLS 1.3, ALPN h3.
 func startH3(t testing.TB, h exchange.Handler) Engine {
 	t.Helper()

@@ -1,4 +1,4 @@
-package host
+package listen
 
 import (
 	"bytes"
@@ -25,9 +25,9 @@ import (
 	"golang.org/x/crypto/acme"
 )
 
-// ListenerOptions are the settings of one listening address. Zero values
+// Options are the settings of one listening address. Zero values
 // take the documented defaults of config.Listener.
-type ListenerOptions struct {
+type Options struct {
 	Address           string
 	ReadTimeout       time.Duration
 	ReadHeaderTimeout time.Duration
@@ -56,18 +56,17 @@ type ListenerOptions struct {
 	HTTP2Engine string
 }
 
-// listener is one listening socket and the engines behind it. It
-// outlives generations: the engines ask the server for the current
-// generation on every request, and the TLS handshake asks it for the
-// certificates.
+// Listener is one listening socket and the engines behind it. It
+// outlives generations: its handler (Deps.Handler) finds the current
+// generation on every request, and the TLS handshake asks Deps.TLS for
+// the certificates.
 //
 // A plain listener without h2c hands its socket straight to fasthttp.
 // Otherwise an accept loop looks at each connection first (the TLS
 // handshake and its ALPN protocol, or the first bytes for the HTTP/2
 // preface) and queues it to the engine that speaks its protocol.
-type listener struct {
-	srv  *Server
-	opts ListenerOptions
+type Listener struct {
+	opts Options
 	ln   net.Listener // the bound socket; Close stops every engine's accepting
 	raw  net.Listener
 	fast *fasthttp.Server
@@ -82,17 +81,45 @@ type listener struct {
 	h3            *h3Server      // HTTP/3 on the same port (h3.go); nil unless HTTP3
 	conns         *limitListener // counts (and with max_conns bounds) the TCP connections
 	log           *slog.Logger
+
+	// handler is every engine's request path (Deps.Handler); tls finds
+	// the certificates of a handshake (Deps.TLS).
+	handler exchange.Handler
+	tls     func() *tlsconf.Table
 }
 
-func (s *Server) openListener(o ListenerOptions) (*listener, error) {
-	raw, inherited := s.inherit.Listener("tcp", o.Address)
+// Deps are what a listener is given by the server that opens it; it
+// reaches nothing above it otherwise.
+type Deps struct {
+	// Handler returns the listener's request path, given the HTTP/3
+	// announcement (an Alt-Svc value) for its responses, "" without
+	// HTTP/3. Open calls it once; every engine serves what it returns.
+	Handler func(altSvc string) exchange.Handler
+	// TLS returns the certificates and policies the listener's TLS
+	// handshakes use now (the current generation's), or nil. It is
+	// called once per handshake.
+	TLS func() *tlsconf.Table
+	// Inherit holds the sockets from systemd or from the sluice this
+	// process replaced; Open takes from it before it binds.
+	Inherit *handover.Sockets
+	// Log receives the listener's events; nil means slog.Default().
+	Log *slog.Logger
+}
+
+// Open binds the listener's socket (or takes an inherited one) and sets
+// up its engines; Serve starts them.
+func Open(o Options, d Deps) (*Listener, error) {
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	raw, inherited := d.Inherit.Listener("tcp", o.Address)
 	if !inherited {
 		var err error
 		if raw, err = net.Listen("tcp", o.Address); err != nil {
 			return nil, fmt.Errorf("listener %q: %w", o.Address, err)
 		}
 	}
-	l := &listener{srv: s, opts: o, raw: raw, done: make(chan struct{}), log: s.log}
+	l := &Listener{opts: o, tls: d.TLS, raw: raw, done: make(chan struct{}), log: d.Log}
 	l.conns = newLimitListener(lazyconn.Listener{Listener: raw}, o.MaxConns)
 	var ln net.Listener = l.conns
 	l.handshake = o.ReadHeaderTimeout
@@ -103,13 +130,18 @@ func (s *Server) openListener(o ListenerOptions) (*listener, error) {
 		l.handshake = 10 * time.Second
 	}
 
-	h := s.dispatch(l)
+	altSvc := ""
+	if o.HTTP3 && o.TLS {
+		altSvc = h3AltSvc(raw.Addr()) // h3.go
+	}
+	h := d.Handler(altSvc)
+	l.handler = h
 	l.fast = l.newFast(h)
 	if o.TLS || o.H2C {
 		if o.HTTP2Engine != "std" {
 			l.h2 = l.newH2(h)
 		} else {
-			l.std = l.newStd(exchange.Std(h, s.renderError))
+			l.std = l.newStd(exchange.Std(h, l.renderError))
 		}
 		l.toFast, l.toStd = newConnQueue(raw.Addr()), newConnQueue(raw.Addr())
 	}
@@ -123,28 +155,29 @@ func (s *Server) openListener(o ListenerOptions) (*listener, error) {
 	l.ln = &rootListener{Listener: ln, close: l.closeQueues}
 	if o.HTTP3 && o.TLS { // h3.go
 		var err error
-		if l.h3, err = l.openH3(raw.Addr()); err != nil {
+		if l.h3, err = l.openH3(raw.Addr(), d.Inherit); err != nil {
 			_ = raw.Close()
 			return nil, err
 		}
 	}
 
-	s.log.Info("listening", "address", raw.Addr().String(), "tls", o.TLS, "h2c", o.H2C, "inherited", inherited)
+	l.log.Info("listening", "address", raw.Addr().String(), "tls", o.TLS, "h2c", o.H2C, "inherited", inherited)
 	return l, nil
 }
 
-// serve starts the engines' loops. Apply calls it once the generation
-// that routes the listener's requests is in place: an inherited socket
-// may hold connections already, and they must not meet an empty server.
-func (l *listener) serve() {
-	s, o := l.srv, l.opts
+// Serve starts the engines' loops. The server calls it once the
+// generation that routes the listener's requests is in place: an
+// inherited socket may hold connections already, and they must not meet
+// an empty server.
+func (l *Listener) Serve() {
+	o := l.opts
 	var wg sync.WaitGroup
 	serve := func(name string, fn func() error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if err := fn(); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, http.ErrServerClosed) {
-				s.log.Error("listener stopped", "address", o.Address, "engine", name, "error", err)
+				l.log.Error("listener stopped", "address", o.Address, "engine", name, "error", err)
 			}
 		}()
 	}
@@ -168,11 +201,9 @@ func (l *listener) serve() {
 	}()
 }
 
-// handoverFiles returns duplicates of the listeners' sockets (TCP, and
-// UDP for HTTP/3), named for handover.Start, for a successor process.
-func (s *Server) handoverFiles() ([]handover.File, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// Files returns duplicates of the listener's sockets (TCP, and UDP for
+// HTTP/3), named for handover.Start, for a successor process.
+func (l *Listener) Files() ([]handover.File, error) {
 	var files []handover.File
 	add := func(kind, addr string, c any) error {
 		sc, ok := c.(syscall.Conn)
@@ -186,33 +217,28 @@ func (s *Server) handoverFiles() ([]handover.File, error) {
 		files = append(files, f)
 		return nil
 	}
-	for addr, l := range s.listeners {
-		err := add("tcp", addr, l.raw)
-		if err == nil && l.h3 != nil {
-			err = add("udp", addr, l.h3.pc)
+	addr := l.opts.Address
+	err := add("tcp", addr, l.raw)
+	if err == nil && l.h3 != nil {
+		err = add("udp", addr, l.h3.pc)
+	}
+	if err != nil {
+		for _, f := range files {
+			_ = f.File.Close()
 		}
-		if err != nil {
-			closeFiles(files)
-			return nil, err
-		}
+		return nil, err
 	}
 	return files, nil
-}
-
-func closeFiles(files []handover.File) {
-	for _, f := range files {
-		_ = f.File.Close()
-	}
 }
 
 // newFast configures fasthttp for the HTTP/1.1 connections of this
 // listener, with the listener's limits: h behind the exchange adapter
 // and the fasthttp shim (fastHandler, engineError).
-func (l *listener) newFast(h exchange.Handler) *fasthttp.Server {
-	o, s := l.opts, l.srv
+func (l *Listener) newFast(h exchange.Handler) *fasthttp.Server {
+	o := l.opts
 	readTimeout, headerReceived := fastTimeouts(o)
 	return &fasthttp.Server{
-		Handler:                      l.fastHandler(exchange.Fast(h, s.renderError, o.TLS)),
+		Handler:                      l.fastHandler(exchange.Fast(h, l.renderError, o.TLS)),
 		ErrorHandler:                 l.engineError,
 		Name:                         "sluice",
 		NoDefaultContentType:         true,
@@ -228,7 +254,7 @@ func (l *listener) newFast(h exchange.Handler) *fasthttp.Server {
 		CloseOnShutdown:              true,
 		TCPKeepalive:                 true,
 		SecureErrorLogMessage:        true,
-		Logger:                       fastLogger{s.log},
+		Logger:                       fastLogger{l.log},
 		StreamRequestBody:            true,
 	}
 }
@@ -238,7 +264,7 @@ func (l *listener) newFast(h exchange.Handler) *fasthttp.Server {
 // read_header_timeout, so that a client trickling its head is cut off
 // then (and cannot fill max_conns), and once the head is in,
 // HeaderReceived gives the body the rest of read_timeout.
-func fastTimeouts(o ListenerOptions) (time.Duration, func(*fasthttp.RequestHeader) fasthttp.RequestConfig) {
+func fastTimeouts(o Options) (time.Duration, func(*fasthttp.RequestHeader) fasthttp.RequestConfig) {
 	head, whole := o.ReadHeaderTimeout, o.ReadTimeout
 	if head <= 0 || (whole > 0 && head >= whole) {
 		return whole, nil
@@ -254,7 +280,7 @@ func fastTimeouts(o ListenerOptions) (time.Duration, func(*fasthttp.RequestHeade
 
 // newStd configures net/http for the HTTP/2 connections of this
 // listener, with the listener's limits.
-func (l *listener) newStd(h http.Handler) *http.Server {
+func (l *Listener) newStd(h http.Handler) *http.Server {
 	o := l.opts
 	srv := &http.Server{
 		Handler:           h,
@@ -284,11 +310,11 @@ func (l *listener) newStd(h http.Handler) *http.Server {
 
 // newH2 configures sluice's own HTTP/2 engine with the listener's
 // limits. Its flow-control windows and stream cap are net/http's.
-func (l *listener) newH2(h exchange.Handler) *h2.Server {
+func (l *Listener) newH2(h exchange.Handler) *h2.Server {
 	o := l.opts
 	return h2.New(h2.Options{
 		Handler:              h,
-		OnError:              l.srv.renderError,
+		OnError:              l.renderError,
 		TLS:                  o.TLS,
 		MaxConcurrentStreams: 250,
 		MaxHeaderBytes:       int(o.MaxHeaderBytes),
@@ -304,7 +330,7 @@ func (l *listener) newH2(h exchange.Handler) *h2.Server {
 // ALPN protocol, or on a plain h2c listener by the first bytes. Each
 // connection is looked at in its own goroutine so that a slow client
 // cannot hold up the others.
-func (l *listener) acceptLoop() error {
+func (l *Listener) acceptLoop() error {
 	var delay time.Duration
 	for {
 		c, err := l.ln.Accept()
@@ -327,7 +353,7 @@ func (l *listener) acceptLoop() error {
 	}
 }
 
-func (l *listener) sortTLS(c net.Conn) {
+func (l *Listener) sortTLS(c net.Conn) {
 	hc := &headDeadlineConn{Conn: c}
 	tc := tls.Server(hc, l.base)
 	_ = c.SetDeadline(time.Now().Add(l.handshake))
@@ -388,7 +414,7 @@ func (c *headDeadlineConn) NetConn() net.Conn { return c.Conn }
 // h2Preface is what an HTTP/2 client sends first (RFC 9113, 3.4).
 const h2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
-func (l *listener) sortPlain(c net.Conn) {
+func (l *Listener) sortPlain(c net.Conn) {
 	pc := &peekedConn{Conn: c}
 	_ = c.SetReadDeadline(time.Now().Add(l.handshake))
 	h2, err := pc.sniff(h2Preface)
@@ -406,12 +432,14 @@ func (l *listener) sortPlain(c net.Conn) {
 
 // tlsConfig picks the TLS settings for a handshake: an ACME challenge,
 // or the site the client named in the current generation.
-func (l *listener) tlsConfig(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+func (l *Listener) tlsConfig(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	if c, ok := tlsconf.ChallengeConfig(hello); ok {
 		return c, nil
 	}
-	if t := l.srv.tlsTable(l.opts.Address); t != nil {
-		return t.GetConfigForClient(hello)
+	if l.tls != nil {
+		if t := l.tls(); t != nil {
+			return t.GetConfigForClient(hello)
+		}
 	}
 	return nil, errNoCertificate
 }
@@ -420,14 +448,14 @@ var errNoCertificate = errors.New("no certificate configured for this address")
 
 // fastHandler is the fasthttp shim in front of the exchange adapter:
 // what is about fasthttp's parser and connections, not about policy
-// (that is the front door's, in dispatch, for every engine). It refuses
+// (that is the front door's, behind Deps.Handler, for every engine). It refuses
 // with 400 what fasthttp's parser lets through and RFC 9112 does not
 // (fields): a field name with a space in it, Transfer-Encoding
 // "identity", and a chunked request that also declares Content-Length.
 // An error answer that closes the connection closes it lingering, so
 // that a client still sending its body reads the status instead of a
 // reset.
-func (l *listener) fastHandler(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+func (l *Listener) fastHandler(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		h := &ctx.Request.Header
 		if err := fields(h.RawHeaders(), h.ContentLength() == -1); err != nil {
@@ -462,7 +490,7 @@ func h2cUpgrade(h *fasthttp.RequestHeader) bool {
 
 // upgradeH2C answers 101 and hands the connection to host/h2, the
 // request becoming its stream 1 (an h2c listener on the sluice engine).
-func (l *listener) upgradeH2C(ctx *fasthttp.RequestCtx) {
+func (l *Listener) upgradeH2C(ctx *fasthttp.RequestCtx) {
 	h := &ctx.Request.Header
 	conn := h.Peek("Connection")
 	u := &h2.Upgrade{Method: string(h.Method()), RequestURI: string(h.RequestURI()), Host: string(h.Host()),
@@ -524,7 +552,7 @@ func hasToken(v []byte, tok string) bool {
 // section 6.3, requires it where chunked is not the final coding, and
 // allows it for the rest), an oversized header a 431, an oversized body a
 // 413.
-func (l *listener) engineError(ctx *fasthttp.RequestCtx, err error) {
+func (l *Listener) engineError(ctx *fasthttp.RequestCtx, err error) {
 	if l.opts.H2C && strings.Contains(err.Error(), "unsupported http version") {
 		// On an h2c listener, a first line that is neither the HTTP/2
 		// preface nor an HTTP/1.x request line is a failed preface
@@ -555,17 +583,17 @@ func (l *listener) engineError(ctx *fasthttp.RequestCtx, err error) {
 
 // closeQueues stops handing connections to the engines; their Serve
 // loops return.
-func (l *listener) closeQueues() {
+func (l *Listener) closeQueues() {
 	if l.toFast != nil {
 		l.toFast.Close()
 		l.toStd.Close()
 	}
 }
 
-// shutdown stops accepting, lets in-flight requests finish, closes
+// Shutdown stops accepting, lets in-flight requests finish, closes
 // idle keep-alive connections (HTTP/2 ones with GOAWAY), and waits for
 // upgraded ones (WebSocket) to close; it gives up when ctx ends.
-func (l *listener) shutdown(ctx context.Context) error {
+func (l *Listener) Shutdown(ctx context.Context) error {
 	var errs []error
 	if l.toFast != nil {
 		_ = l.ln.Close() // the fast path's Serve closes it itself
@@ -678,14 +706,21 @@ func (f fastLogger) Printf(format string, args ...any) {
 	f.log.Debug(strings.TrimSpace(fmt.Sprintf(format, args...)), "engine", "fasthttp")
 }
 
-// Addr returns the bound address of a configured listener, or nil.
-func (s *Server) Addr(configured string) net.Addr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if l, ok := s.listeners[configured]; ok {
-		return l.ln.Addr()
-	}
-	return nil
+// Addr returns the listener's bound address.
+func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
+
+// Options returns the settings the listener was opened with.
+func (l *Listener) Options() Options { return l.opts }
+
+// Handler returns the request path every engine of the listener serves
+// (what Deps.Handler returned).
+func (l *Listener) Handler() exchange.Handler { return l.handler }
+
+// Close closes the listener at once, without draining: the server
+// undoing an Open whose generation did not go in.
+func (l *Listener) Close() {
+	_ = l.ln.Close()
+	l.closeH3() // h3.go
 }
 
 // rootListener is the bound socket as the server sees it: closing it

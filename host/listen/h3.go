@@ -1,4 +1,4 @@
-package host
+package listen
 
 import (
 	"context"
@@ -13,34 +13,41 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/handover"
 )
 
 // h3Server is HTTP/3 on a TLS listener's port, over UDP: quic-go's
-// http3.Server in front of the same dispatch (and so the same front
-// door) and error renderer as the other engines, and the same certificates
+// http3.Server in front of the same handler (Deps.Handler, and so the
+// same front door) and error renderer as the other engines, and the same certificates
 // (the listener's tlsConfig, with ALPN h3). It opens and closes with its
-// listener; ListenerOptions.HTTP3 turns it on.
+// listener; Options.HTTP3 turns it on.
 type h3Server struct {
-	srv    *http3.Server
-	pc     net.PacketConn
-	tr     *quic.Transport
-	ln     *quic.Listener
-	altSvc string // the Alt-Svc value HTTP/1.1 and HTTP/2 responses carry
+	srv *http3.Server
+	pc  net.PacketConn
+	tr  *quic.Transport
+	ln  *quic.Listener
 }
 
 // h3Protos is the only ALPN protocol offered over QUIC.
 var h3Protos = []string{http3.NextProtoH3}
 
+// h3AltSvc is the Alt-Svc value HTTP/1.1 and HTTP/2 responses carry
+// for HTTP/3 on the bound TCP address's port.
+func h3AltSvc(tcp net.Addr) string {
+	return fmt.Sprintf(`h3=":%d"; ma=86400`, tcp.(*net.TCPAddr).Port)
+}
+
 // openH3 binds UDP on the TCP socket's host and port (tcp is the bound
-// TCP address, so a configured port 0 gets the same port for both).
-func (l *listener) openH3(tcp net.Addr) (*h3Server, error) {
+// TCP address, so a configured port 0 gets the same port for both), or
+// takes the socket from inherit.
+func (l *Listener) openH3(tcp net.Addr, inherit *handover.Sockets) (*h3Server, error) {
 	o := l.opts
 	host, _, err := net.SplitHostPort(o.Address)
 	if err != nil {
 		return nil, fmt.Errorf("listener %q: http3: %w", o.Address, err)
 	}
 	port := tcp.(*net.TCPAddr).Port
-	pc, inherited := l.srv.inherit.PacketConn(o.Address)
+	pc, inherited := inherit.PacketConn(o.Address)
 	if !inherited {
 		if pc, err = net.ListenPacket("udp", net.JoinHostPort(host, strconv.Itoa(port))); err != nil {
 			return nil, fmt.Errorf("listener %q: http3: %w", o.Address, err)
@@ -61,9 +68,9 @@ func (l *listener) openH3(tcp net.Addr) (*h3Server, error) {
 		_ = pc.Close()
 		return nil, fmt.Errorf("listener %q: http3: %w", o.Address, err)
 	}
-	h := &h3Server{pc: pc, tr: tr, ln: ln, altSvc: fmt.Sprintf(`h3=":%d"; ma=86400`, port)}
+	h := &h3Server{pc: pc, tr: tr, ln: ln}
 	h.srv = &http3.Server{
-		Handler:        l.h3Deadlines(exchange.Std(l.srv.dispatch(l), l.srv.renderError)),
+		Handler:        l.h3Deadlines(exchange.Std(l.handler, l.renderError)),
 		MaxHeaderBytes: int(o.MaxHeaderBytes),
 		IdleTimeout:    o.IdleTimeout,
 		Logger:         l.log.With("address", o.Address, "engine", "http3"),
@@ -105,7 +112,7 @@ func (h *h3Server) close() {
 }
 
 // closeH3 closes a listener's HTTP/3 side at once, if it has one.
-func (l *listener) closeH3() {
+func (l *Listener) closeH3() {
 	if l.h3 != nil {
 		l.h3.close()
 	}
@@ -116,7 +123,7 @@ func (l *listener) closeH3() {
 // with the TCP handshakes, so it is cloned, not changed. tls-alpn-01
 // challenges are answered over TCP only: a QUIC client offering just
 // acme-tls/1 fails ALPN.
-func (l *listener) h3TLSConfig(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+func (l *Listener) h3TLSConfig(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	c, err := l.tlsConfig(hello)
 	if err != nil || c == nil {
 		return c, err
@@ -128,7 +135,7 @@ func (l *listener) h3TLSConfig(hello *tls.ClientHelloInfo) (*tls.Config, error) 
 
 // h3Deadlines applies the listener's read and write timeouts to each
 // HTTP/3 request stream; quic-go's server has none of its own.
-func (l *listener) h3Deadlines(next http.Handler) http.Handler {
+func (l *Listener) h3Deadlines(next http.Handler) http.Handler {
 	rt, wt := l.opts.ReadTimeout, l.opts.WriteTimeout
 	if rt <= 0 && wt <= 0 {
 		return next
@@ -149,14 +156,6 @@ func (l *listener) h3Deadlines(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// altSvc returns the listener's HTTP/3 announcement, or "".
-func (l *listener) altSvc() string {
-	if l.h3 != nil {
-		return l.h3.altSvc
-	}
-	return ""
 }
 
 // quicLimitListener bounds the QUIC connections open at once, like

@@ -1,4 +1,4 @@
-package host
+package generation
 
 import (
 	"context"
@@ -14,29 +14,11 @@ import (
 	"github.com/sluicehq/sluice/runtime"
 )
 
-// engine returns the process's Wasm engine, creating it on first use.
-// It outlives generations: compiled modules are shared across reloads.
-func (i *Instance) engine(cfg *config.Config) (*runtime.Engine, error) {
-	if i.wasm != nil {
-		return i.wasm, nil
-	}
-	e, err := runtime.NewEngine(context.Background(), runtime.EngineOptions{
-		CacheDir:       cfg.Server.CacheDir,
-		Logger:         i.tel.guestLogs(i.log),
-		TracerProvider: i.tracerProvider(),
-		Observer:       i.filterObserver(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("wasm engine: %w", err)
-	}
-	i.wasm = e
-	return e, nil
-}
-
-// buildFilters compiles and instantiates every filter of cfg, off the
-// request path, and watches each module file for hot swaps. The returned
-// close func drains and closes them all.
-func (i *Instance) buildFilters(cfg *config.Config) (map[string]*runtime.Filter, func() error, error) {
+// BuildFilters compiles and instantiates every filter of cfg, off the
+// request path, and watches each module file for hot swaps. engine
+// returns the Wasm engine to compile with (called only when cfg has
+// filters). The returned close func drains and closes them all.
+func BuildFilters(cfg *config.Config, engine func() (*runtime.Engine, error), log *slog.Logger) (map[string]*runtime.Filter, func() error, error) {
 	filters := map[string]*runtime.Filter{}
 	var stops []func()
 	closeAll := func() error {
@@ -54,7 +36,7 @@ func (i *Instance) buildFilters(cfg *config.Config) (map[string]*runtime.Filter,
 	if len(cfg.Filters) == 0 {
 		return filters, closeAll, nil
 	}
-	e, err := i.engine(cfg)
+	e, err := engine()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -68,7 +50,7 @@ func (i *Instance) buildFilters(cfg *config.Config) (map[string]*runtime.Filter,
 		filters[fc.Name] = f
 		stop, err := f.Watch(fc.Module)
 		if err != nil {
-			i.log.Warn("module not watched; changes need a reload", "filter", fc.Name, "error", err)
+			log.Warn("module not watched; changes need a reload", "filter", fc.Name, "error", err)
 		} else {
 			stops = append(stops, stop)
 		}
@@ -110,8 +92,8 @@ func runtimeReset(s string) runtime.Reset {
 	return runtime.ResetNever
 }
 
-// chainFor returns the Deps.Filters builder for one generation's filters.
-func chainFor(filters map[string]*runtime.Filter) func(names []string, next exchange.Handler) (exchange.Handler, error) {
+// ChainFor returns the Deps.Filters builder for one generation's filters.
+func ChainFor(filters map[string]*runtime.Filter) func(names []string, next exchange.Handler) (exchange.Handler, error) {
 	return func(names []string, next exchange.Handler) (exchange.Handler, error) {
 		fs := make([]chain.Filter, 0, len(names))
 		for _, n := range names {

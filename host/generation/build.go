@@ -1,4 +1,4 @@
-package host
+package generation
 
 import (
 	"errors"
@@ -82,21 +82,7 @@ func Build(cfg *config.Config, d Deps) (_ *Generation, err error) {
 			return nil, fmt.Errorf("listener %q: %w", l.Address, err)
 		}
 		g.Tables[l.Address] = t
-		g.Listeners = append(g.Listeners, ListenerOptions{
-			Address:           l.Address,
-			ReadTimeout:       l.ReadTimeout,
-			ReadHeaderTimeout: l.ReadHeaderTimeout,
-			WriteTimeout:      l.WriteTimeout,
-			IdleTimeout:       l.IdleTimeout,
-			MaxHeaderBytes:    l.MaxHeaderBytes,
-			MaxRequestBody:    l.MaxRequestBody,
-			MaxConns:          l.MaxConns,
-			TLS:               l.TLS,
-			H2C:               l.H2C,
-			HTTP3:             l.HTTP3,
-			TCPNoPush:         l.TCPNoPush,
-			HTTP2Engine:       l.HTTP2Engine,
-		})
+		g.Listeners = append(g.Listeners, l)
 	}
 	if err := buildTLS(cfg, g, d.Log); err != nil {
 		return nil, err

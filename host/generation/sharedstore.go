@@ -1,11 +1,10 @@
-package host
+package generation
 
 import (
 	"context"
 	"errors"
 	"log/slog"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/acme/autocert"
 
 	"github.com/sluicehq/sluice/config"
@@ -41,22 +40,6 @@ func checkStore(cfg *config.Config, log *slog.Logger) error {
 		log.Warn("store: not answering; rate limits follow on_store_error until it does", "address", cfg.Store.Address, "error", err)
 	}
 	return nil
-}
-
-// storeErrors exports store.Errors as sluice_store_errors_total, one
-// series per operation, all present from the start.
-type storeErrors struct{}
-
-var storeErrorsDesc = prometheus.NewDesc("sluice_store_errors_total",
-	"Calls to the shared store (store \"redis\") that failed, by operation: rate_limit (the request was then decided by on_store_error), acme, ping.",
-	[]string{"operation"}, nil)
-
-func (storeErrors) Describe(ch chan<- *prometheus.Desc) { ch <- storeErrorsDesc }
-
-func (storeErrors) Collect(ch chan<- prometheus.Metric) {
-	for _, op := range store.Ops {
-		ch <- prometheus.MustNewConstMetric(storeErrorsDesc, prometheus.CounterValue, float64(store.Errors(op)), op)
-	}
 }
 
 // acmeCache is the store as ACME storage (tlsconf.Storage): keys under

@@ -1,4 +1,4 @@
-package host
+package generation
 
 import (
 	"crypto/tls"
@@ -26,17 +26,6 @@ func (g *tlsGen) table(addr string) *tlsconf.Table {
 	}
 	return g.tables[addr]
 }
-
-// tlsGen returns the current generation's TLS side, or nil.
-func (s *Server) tlsGen() *tlsGen {
-	if g := s.gen.Load(); g != nil {
-		return g.tls
-	}
-	return nil
-}
-
-// tlsTable returns the current table of a TLS listener, or nil.
-func (s *Server) tlsTable(addr string) *tlsconf.Table { return s.tlsGen().table(addr) }
 
 // buildTLS loads the certificates and policies of every TLS listener of
 // cfg into g (closed with g). It runs off the request path, at config

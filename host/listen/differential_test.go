@@ -1,10 +1,11 @@
-package host
+package listen
 
 import (
 	"bufio"
 	"bytes"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -13,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/generation"
 	"github.com/valyala/fasthttp"
 )
 
@@ -53,10 +56,10 @@ site "b.test" {
 }
 `
 
-// engines are the two HTTP/1.1 engines in front of one listener's
-// dispatch: fasthttp as production builds it (listener.newFast: the shim,
-// engineError, the same limits), and net/http as it serves HTTP/2 in
-// production (listener.newStd), here speaking HTTP/1.1.
+// engines are the two HTTP/1.1 engines in front of one generation's
+// request path: fasthttp as production builds it (Listener.newFast: the
+// shim, engineError, the same limits), and net/http as it serves HTTP/2
+// in production (Listener.newStd), here speaking HTTP/1.1.
 type engines struct {
 	fast *fasthttp.Server
 	std  *http.Server
@@ -64,17 +67,23 @@ type engines struct {
 
 func startEngines(t testing.TB) *engines {
 	t.Helper()
-	inst, base, _ := startConfig(t, differentialConfig)
-	addr := strings.TrimPrefix(base, "http://")
-	s := inst.Server()
-	s.mu.Lock()
-	l := s.listeners[addr]
-	s.mu.Unlock()
-	if l == nil {
-		t.Fatalf("no listener %s", addr)
+	addr := "127.0.0.1:8080" // never bound: the engines serve in-memory connections
+	cfg, diags := config.Parse("differential.hcl", []byte(strings.ReplaceAll(differentialConfig, "127.0.0.1:PORT", addr)))
+	if diags.HasErrors() {
+		t.Fatal(diags)
 	}
-	h := s.dispatch(l)
-	std := l.newStd(exchange.Std(h, s.renderError))
+	log := slog.New(slog.DiscardHandler)
+	g, err := generation.Build(cfg, generation.Deps{Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close(log) })
+	c := cfg.Listeners[0]
+	l := &Listener{opts: Options{Address: addr, ReadTimeout: c.ReadTimeout, ReadHeaderTimeout: c.ReadHeaderTimeout,
+		WriteTimeout: c.WriteTimeout, IdleTimeout: c.IdleTimeout, MaxHeaderBytes: c.MaxHeaderBytes,
+		MaxRequestBody: c.MaxRequestBody, MaxConns: c.MaxConns}, log: log}
+	h := exchange.HandlerFunc(func(x exchange.Exchange) error { return g.Serve(x, addr, "") })
+	std := l.newStd(exchange.Std(h, l.renderError))
 	var p http.Protocols
 	p.SetHTTP1(true)
 	std.Protocols = &p
