@@ -248,7 +248,11 @@ func (c *conn) end(err error) {
 			}
 		}
 	}
+	// No flush is writing once wmu is ours, and none starts after: they
+	// see closed. nc may be released as soon as end returns.
+	c.wmu.Lock()
 	_ = c.nc.Close()
+	c.wmu.Unlock()
 	if c.br != nil {
 		c.br.Reset(nil)
 		brPool.Put(c.br)
@@ -272,7 +276,14 @@ func (c *conn) goAway() {
 	c.mu.Unlock()
 	c.flush()
 	if idle {
-		_ = c.nc.SetReadDeadline(time.Now()) // wake the loop: it ends
+		// Wake the loop, which ends; under mu and only while the
+		// connection is open: once end has run, nc may be released
+		// (fasthttp recycles a hijacked connection's wrapper).
+		c.mu.Lock()
+		if !c.closed {
+			_ = c.nc.SetReadDeadline(time.Now())
+		}
+		c.mu.Unlock()
 	}
 }
 
@@ -284,7 +295,7 @@ func (c *conn) flush() {
 	defer c.wmu.Unlock()
 	c.mu.Lock()
 	buf := c.wbuf
-	if len(buf) == 0 || c.werr != nil {
+	if len(buf) == 0 || c.werr != nil || c.closed {
 		c.mu.Unlock()
 		return
 	}
