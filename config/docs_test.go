@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
@@ -289,13 +290,28 @@ var snake = regexp.MustCompile(`^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$`)
 // READMEs may quote that are not attribute names: values of balance, ABI
 // features and functions (sluice_* names, metrics and the sticky cookie,
 // are allowed by prefix).
-var proseWords = func() map[string]bool {
+func proseWords() map[string]bool {
 	m := map[string]bool{"snake_case": true, "buffer_request": true, "buffer_response": true, "get_header_values": true}
-	for _, b := range balancers {
-		m[b] = true
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for _, f := range schemaOf(t) {
+			for _, v := range strings.Split(f.opts["oneof"], "|") {
+				m[v] = true
+			}
+			ft := t.Field(f.index).Type
+			for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
+				ft = ft.Elem()
+			}
+			if f.block && ft.Kind() == reflect.Struct {
+				walk(ft)
+			}
+		}
+	}
+	for _, spec := range routeBlocks() {
+		walk(reflect.TypeOf(spec.defaults()).Elem())
 	}
 	return m
-}()
+}
 
 // attributeTable reports whether a table's header names attributes in its
 // first column.
@@ -314,6 +330,7 @@ func attributeTable(header string) bool {
 // each code span that writes `block { attribute }` or `attribute = value`.
 func TestMarkdownNames(t *testing.T) {
 	byBlock, all := schemaNames(t)
+	proseOK := proseWords()
 	root := repoRoot(t)
 	checked := 0
 	for _, f := range markdownFiles(t, root) {
@@ -374,7 +391,7 @@ func TestMarkdownNames(t *testing.T) {
 				}
 				// A bare snake_case name reads as an attribute: it must be
 				// one, or a value or name the prose is allowed to quote.
-				if snake.MatchString(span) && !all[span] && !proseWords[span] && !strings.HasPrefix(span, "sluice_") {
+				if snake.MatchString(span) && !all[span] && !proseOK[span] && !strings.HasPrefix(span, "sluice_") {
 					checked++
 					t.Errorf("%s: `%s` is not an attribute or block of the config", where, span)
 				}

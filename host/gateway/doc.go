@@ -16,7 +16,11 @@
 // With RateLimit.Shared set (a `store` in the config), the buckets live
 // in that store, shared by every instance, and the limiter keeps only a
 // local allowance per key (see host/RATIONALE.md); a request whose limit
-// cannot be checked is decided by RateLimit.DenyOnError (503 or admit).
+// cannot be checked is decided by RateLimit.OnStoreError (503 or admit).
+//
+// The `rate_limit {}` block of a route decodes into RateLimit (its hcl
+// tags are the schema, RateLimitDefaults the defaults, its doc tags the
+// reference in config/CONFIG.md); see block.go.
 //
 // It imports host/exchange and host/proxy/forwarded only: never config nor
 // runtime, nor the store (Shared is an interface of its own). The host maps the HCL schema onto RateLimit and the lists.
