@@ -411,3 +411,78 @@ func names(m map[string]bool) string {
 	sort.Strings(l)
 	return strings.Join(l, ", ")
 }
+
+// mdTables returns the Markdown tables of text (runs of lines starting
+// with "|"), with their byte offsets.
+func mdTables(text string) (tables []string, at [][2]int) {
+	lines := strings.SplitAfter(text, "\n")
+	off, start := 0, -1
+	for _, l := range lines {
+		if strings.HasPrefix(l, "|") {
+			if start < 0 {
+				start = off
+			}
+		} else if start >= 0 {
+			tables, at = append(tables, text[start:off]), append(at, [2]int{start, off})
+			start = -1
+		}
+		off += len(l)
+	}
+	if start >= 0 {
+		tables, at = append(tables, text[start:]), append(at, [2]int{start, len(text)})
+	}
+	return tables, at
+}
+
+// TestReference checks that the section of config/CONFIG.md of each
+// registered block kind ("## proxy") shows the tables Reference makes of
+// the kind's schema, in order: the handler's folder is where its
+// reference is written. -update rewrites them.
+func TestReference(t *testing.T) {
+	path := filepath.Join(repoRoot(t), "config", "CONFIG.md")
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	kinds := routeBlocks()
+	if len(kinds) < 4 {
+		t.Fatalf("%d block kinds registered, want static, proxy, respond and rate_limit", len(kinds))
+	}
+	for _, spec := range kinds {
+		want := Reference(spec.kind)
+		head := "\n## " + spec.kind + "\n"
+		start := strings.Index(text, head)
+		if start < 0 {
+			t.Errorf("CONFIG.md has no %q section", strings.TrimSpace(head))
+			continue
+		}
+		start += len(head)
+		end := strings.Index(text[start:], "\n## ")
+		if end < 0 {
+			end = len(text) - start
+		}
+		section := text[start : start+end]
+		got, at := mdTables(section)
+		if len(got) < len(want) {
+			t.Errorf("CONFIG.md section %s: %d tables, want %d:\n%s", spec.kind, len(got), len(want), strings.Join(want, "\n"))
+			continue
+		}
+		for i := len(want) - 1; i >= 0; i-- {
+			if got[i] == want[i] {
+				continue
+			}
+			if *update {
+				section = section[:at[i][0]] + want[i] + section[at[i][1]:]
+				continue
+			}
+			t.Errorf("CONFIG.md section %s, table %d differs from the schema (go test ./config -run TestReference -update):\n--- got\n%s--- want\n%s", spec.kind, i+1, got[i], want[i])
+		}
+		text = text[:start] + section + text[start+end:]
+	}
+	if *update && text != string(doc) {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
