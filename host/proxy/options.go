@@ -50,26 +50,26 @@ type Options struct {
 	// keeps flowing is never cut, one that stalls for Timeout is. Default
 	// 60s.
 	Timeout time.Duration `hcl:"timeout" doc:"the whole upstream exchange; |\"0s\"|: no limit"`
-	// DialTimeout bounds connecting to an upstream; default 5s.
+	// DialTimeout bounds connecting to an upstream.
 	DialTimeout time.Duration `hcl:"dial_timeout" doc:"connecting"`
 	// TLSHandshakeTimeout bounds the TLS handshake with an https
-	// upstream; default 5s.
+	// upstream.
 	TLSHandshakeTimeout time.Duration `hcl:"tls_handshake_timeout" doc:"TLS handshake with an |https://| upstream"`
 	// ResponseHeaderTimeout bounds one try's wait for the response
-	// headers once the request is sent; default 30s.
+	// headers once the request is sent.
 	ResponseHeaderTimeout time.Duration `hcl:"response_header_timeout" doc:"waiting for response headers after the request is sent"`
-	// IdleTimeout closes upstream connections idle this long; default 90s.
+	// IdleTimeout closes upstream connections idle this long.
 	// Keep it below the upstreams' own keep-alive timeout.
 	IdleTimeout time.Duration `hcl:"idle_timeout" doc:"idle pooled connections are closed after this"`
 
 	// MaxIdleConns caps the idle keep-alive connections kept per
-	// upstream; default 512.
+	// upstream.
 	MaxIdleConns int `hcl:"max_idle_conns" doc:"idle pooled connections per upstream"`
 	// MaxConns caps the connections per upstream (requests beyond it
-	// wait, up to Timeout); default 0, unlimited.
+	// wait, up to Timeout); 0 means unlimited.
 	MaxConns int `hcl:"max_conns" doc:"connections per upstream; |0|: no limit"`
 
-	// Tries is how many upstreams one request may be tried on; default 3.
+	// Tries is how many upstreams one request may be tried on.
 	// A request is tried again only when it failed before any byte of it
 	// was sent (a failed connect), or when its method is idempotent
 	// (RFC 9110, section 9.2.2) and its body can be sent again. A POST is
@@ -77,7 +77,7 @@ type Options struct {
 	// one is available.
 	Tries int `hcl:"tries,min=1,max=100" doc:"most attempts, the first included; another upstream is tried when no connection could be made, or for an idempotent request when no response byte arrived"`
 	// TryDuration is the time after the first try within which another
-	// may start; default 5s.
+	// may start.
 	TryDuration time.Duration `hcl:"try_duration" doc:"no new attempt starts this long after the first"`
 
 	// Health turns on active health checks when set.
@@ -169,15 +169,15 @@ type Upstream struct {
 type HealthCheck struct {
 	// Path is requested on each upstream ("/health"); required.
 	Path string `hcl:"path,required" doc:"requested with |GET|; starts with |/|" default:"required"`
-	// Interval between checks; default 5s.
+	// Interval between checks.
 	Interval time.Duration `hcl:"interval,positive" doc:"between checks; above zero"`
-	// Timeout per check; default 2s.
+	// Timeout per check.
 	Timeout time.Duration `hcl:"timeout,positive" doc:"one check; above zero"`
-	// ExpectStatus is the healthy status; default 200.
+	// ExpectStatus is the healthy status.
 	ExpectStatus int `hcl:"expect_status,min=100,max=599" doc:"the healthy status"`
-	// Rise successes in a row bring a down upstream back; default 2.
+	// Rise successes in a row bring a down upstream back.
 	Rise int `hcl:"rise,min=1,max=1000" doc:"passing checks in a row to come back"`
-	// Fall failures in a row take an upstream down; default 3.
+	// Fall failures in a row take an upstream down.
 	Fall int `hcl:"fall,min=1,max=1000" doc:"failing checks in a row to go out"`
 }
 
@@ -196,9 +196,9 @@ func (h *HealthCheck) SetDefaults() {
 // ejected for CoolDown, then readmitted.
 type Passive struct {
 	// MaxFails in a row eject; 0 or negative turns passive checks off
-	// (a nil Passive means the defaults: 3 in a row, 30s).
+	// (a nil Passive means Defaults().Passive).
 	MaxFails int `hcl:"max_fails,max=1000000" doc:"failures in a row (connection errors, timeouts, broken responses; an upstream's own 5xx answers are not failures) that take an upstream out for |fail_timeout|; |0| disables"`
-	// CoolDown is how long an ejected upstream sits out; default 30s.
+	// CoolDown is how long an ejected upstream sits out.
 	CoolDown time.Duration `hcl:"fail_timeout,positive" doc:"how long an upstream taken out sits out"`
 }
 
