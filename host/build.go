@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/host/exchange"
 	"github.com/sluicehq/sluice/host/frontdoor"
+	_ "github.com/sluicehq/sluice/host/handlers" // every route block config decodes
 	"github.com/sluicehq/sluice/host/observe"
 	"github.com/sluicehq/sluice/host/proxy"
 	"github.com/sluicehq/sluice/host/respond"
