@@ -590,8 +590,10 @@ func (d *decoder) route(blk *hcl.Block) *Route {
 			b.single(spec.kind) // reports a second one
 		}
 	}
-	if r.Kind == "" {
-		d.errorf(r.Range, "Route without handler", "Route %q has no handler; add one of %s.", r.Path, plainJoin(handlerKinds(), "or"))
+	if kinds := handlerKinds(); r.Kind == "" && len(kinds) == 0 {
+		d.errorf(r.Range, "No handlers", "This program registered no handler block (a Go program that loads configs imports github.com/sluicehq/sluice/host/handlers).")
+	} else if r.Kind == "" {
+		d.errorf(r.Range, "Route without handler", "Route %q has no handler; add one of %s.", r.Path, plainJoin(kinds, "or"))
 	}
 	return r
 }
