@@ -23,6 +23,7 @@ type decoder struct {
 	filterNames []string
 	meta        map[*Site]*siteMeta
 	reported    map[string]bool
+	hasStore    bool // the config has a store block: rate limits default to on_store_error "allow"
 }
 
 func (d *decoder) errorf(rng hcl.Range, summary, format string, args ...any) {

@@ -3,8 +3,10 @@ package config
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -27,6 +29,18 @@ func golden(t *testing.T, path string, got []byte) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs (run go test ./config -update to accept):\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
+}
+
+// attr is the field of a registered block that holds its attribute
+// name (the handler packages cannot be imported here: they import config).
+func attr(b Block, name string) reflect.Value {
+	v := reflect.ValueOf(b).Elem()
+	for _, f := range schemaOf(v.Type()) {
+		if f.name == name && !f.rng {
+			return v.Field(f.index)
+		}
+	}
+	panic(fmt.Sprintf("%T has no attribute %q", b, name))
 }
 
 // testEnv sets the environment the testdata configs expect.
@@ -138,8 +152,8 @@ func TestFileIsAbsolute(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	if !filepath.IsAbs(c.File) || !filepath.IsAbs(c.Sites[0].Routes[0].Static.Root) {
-		t.Errorf("want absolute paths, got %q and %q", c.File, c.Sites[0].Routes[0].Static.Root)
+	if !filepath.IsAbs(c.File) || !filepath.IsAbs(attr(c.Sites[0].Routes[0].Handler(), "root").String()) {
+		t.Errorf("want absolute paths, got %q and %q", c.File, attr(c.Sites[0].Routes[0].Handler(), "root").String())
 	}
 	if c.Listener(":8080") == nil || c.Listener(":8080").DefaultSite != "*" {
 		t.Errorf("want the implicit :8080 listener with default site *")

@@ -1,9 +1,7 @@
 package config
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"net/url"
@@ -15,7 +13,6 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
-	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
 
@@ -43,6 +40,7 @@ func (d *decoder) config(b hcl.Body) *Config {
 	}
 	if blk := top.single("store"); blk != nil {
 		c.Store = d.store(blk)
+		d.hasStore = true
 	}
 	seenListener := map[string]*Listener{}
 	seenFilter := map[string]*Filter{}
@@ -84,15 +82,6 @@ func (d *decoder) config(b hcl.Body) *Config {
 		})
 	}
 	d.check(c)
-	if c.Store != nil {
-		for _, s := range c.Sites {
-			for _, r := range s.Routes {
-				if r.RateLimit != nil && r.RateLimit.OnStoreError == "" {
-					r.RateLimit.OnStoreError = "allow"
-				}
-			}
-		}
-	}
 	// http3 needs TLS, which the sites decide (check computes l.TLS).
 	for _, l := range c.Listeners {
 		if l.HTTP3 && !l.TLS && len(l.Sites)+len(l.Redirects) > 0 {
@@ -535,10 +524,14 @@ func (d *decoder) file(b *body, name string, dst *string) bool {
 }
 
 func (d *decoder) route(blk *hcl.Block) *Route {
-	r := &Route{Path: blk.Labels[0], Range: blk.LabelRanges[0], Filters: []string{}, Allow: []string{}, Deny: []string{}}
+	r := &Route{Path: blk.Labels[0], Range: blk.LabelRanges[0], Filters: []string{}, Blocks: map[string]Block{}, Allow: []string{}, Deny: []string{}}
+	var blocks []hcl.BlockHeaderSchema
+	for _, spec := range routeBlocks() {
+		blocks = append(blocks, blockType(spec.kind))
+	}
 	b := d.content(blk.Body, fmt.Sprintf("route %q", r.Path), blk.DefRange,
-		[]string{"filters", "allow", "deny"},
-		blockType("static"), blockType("proxy"), blockType("respond"), blockType("rate_limit"))
+		[]string{"filters", "allow", "deny"}, blocks...)
+	var handlerRange hcl.Range
 	if err := checkRoutePath(r.Path); err != nil {
 		d.errorf(r.Range, "Invalid route path", "%s.", err)
 	}
@@ -573,31 +566,34 @@ func (d *decoder) route(blk *hcl.Block) *Route {
 			}
 		}
 	}
-	var handler *hcl.Block
 	for _, hb := range b.blocks {
-		if hb.Type == "rate_limit" {
+		spec := registeredBlock(hb.Type)
+		if spec == nil {
 			continue
 		}
-		if handler != nil {
-			d.errorf(hb.DefRange, "Two handlers in one route",
-				"Route %q already has a %s handler at %s; a route has exactly one of static, proxy and respond.", r.Path, handler.Type, pos(handler.DefRange))
-			continue
+		if spec.handler {
+			if r.Kind != "" {
+				d.errorf(hb.DefRange, "Two handlers in one route",
+					"Route %q already has a %s handler at %s; a route has exactly one of %s.", r.Path, r.Kind, pos(handlerRange), plainJoin(handlerKinds(), "and"))
+				continue
+			}
+			r.Kind, handlerRange = hb.Type, hb.DefRange
+		} else if r.Blocks[hb.Type] != nil {
+			continue // b.single reports the repeat
 		}
-		handler = hb
-		switch hb.Type {
-		case "static":
-			r.Static = d.static(hb)
-		case "proxy":
-			r.Proxy = d.proxy(hb)
-		case "respond":
-			r.Respond = d.respond(hb)
+		v := spec.defaults()
+		d.decodeBlock(hb, hb.Type, v)
+		r.Blocks[hb.Type] = v
+	}
+	for _, spec := range routeBlocks() {
+		if !spec.handler {
+			b.single(spec.kind) // reports a second one
 		}
 	}
-	if handler == nil {
-		d.errorf(r.Range, "Route without handler", "Route %q has no handler; add one of static, proxy or respond.", r.Path)
-	}
-	if rb := b.single("rate_limit"); rb != nil {
-		r.RateLimit = d.rateLimit(rb)
+	if kinds := handlerKinds(); r.Kind == "" && len(kinds) == 0 {
+		d.errorf(r.Range, "No handlers", "This program registered no handler block (a Go program that loads configs imports github.com/sluicehq/sluice/host/handlers).")
+	} else if r.Kind == "" {
+		d.errorf(r.Range, "Route without handler", "Route %q has no handler; add one of %s.", r.Path, plainJoin(kinds, "or"))
 	}
 	return r
 }
@@ -620,351 +616,4 @@ func checkRoutePath(p string) error {
 		}
 	}
 	return nil
-}
-
-// defaultStatic returns the defaults of a static block.
-func defaultStatic(root string) *Static {
-	return &Static{
-		Root:            root,
-		Index:           []string{"index.html"},
-		Precompressed:   []string{},
-		Compress:        []string{"zstd", "br", "gzip"},
-		CompressMinSize: 1 << 10,
-		CompressTypes:   append([]string(nil), DefaultCompressTypes...),
-		MIMETypes:       map[string]string{},
-		CacheControl: CacheControl{
-			HTML:   "no-cache",
-			Hashed: "public, max-age=31536000, immutable",
-		},
-		ErrorPages:      map[int]string{},
-		Headers:         map[string]string{},
-		MemCacheMaxFile: 256 << 10,
-	}
-}
-
-func (d *decoder) static(blk *hcl.Block) *Static {
-	s := defaultStatic("")
-	b := d.content(blk.Body, "static", blk.DefRange, []string{
-		"root", "index", "browse", "precompressed", "compress", "compress_min_size", "compress_types",
-		"fallback", "dotfiles", "mime_types", "error_pages", "headers", "mem_cache_max_file"},
-		blockType("cache_control"))
-	var written string
-	rootOK := false
-	if b.require("root") && b.str("root", &written) {
-		s.Root = d.resolve(written)
-		fi, err := os.Stat(s.Root)
-		switch {
-		case written == "":
-			d.errorf(b.rng("root"), "Empty path", "root must name a directory.")
-		case err != nil:
-			d.errorf(b.rng("root"), "Missing static root", "root %q: %s (paths are relative to the config file's directory).", written, ioReason(err))
-		case !fi.IsDir():
-			d.errorf(b.rng("root"), "Static root is not a directory", "root %q is a file; name the directory to serve.", written)
-		default:
-			if f, err := os.Open(s.Root); err != nil {
-				d.errorf(b.rng("root"), "Unreadable static root", "root %q: %s.", written, ioReason(err))
-			} else {
-				if _, err := f.ReadDir(1); err != nil && !errors.Is(err, io.EOF) {
-					d.errorf(b.rng("root"), "Unreadable static root", "root %q: %s.", written, ioReason(err))
-				} else {
-					rootOK = true
-				}
-				f.Close()
-			}
-		}
-	}
-	if ranges, ok := b.strList("index", &s.Index); ok {
-		for i, n := range s.Index {
-			if n == "" || strings.ContainsAny(n, "/\\") {
-				d.errorf(ranges[i], "Invalid index", "Index %q must be a file name, without \"/\".", n)
-			}
-		}
-	}
-	b.boolean("browse", &s.Browse)
-	b.subset("precompressed", &s.Precompressed, "br", "zstd", "gzip")
-	b.subset("compress", &s.Compress, "zstd", "br", "gzip")
-	b.size("compress_min_size", &s.CompressMinSize)
-	if ranges, ok := b.strList("compress_types", &s.CompressTypes); ok {
-		for i, t := range s.CompressTypes {
-			if !validMediaRange(t) {
-				d.errorf(ranges[i], "Invalid media type", "%q is not a media type like \"text/html\" or \"text/*\".", t)
-			}
-		}
-	}
-	checkUnder := func(rng hcl.Range, what, p string) {
-		if !strings.HasPrefix(p, "/") || strings.Contains(p, "..") {
-			d.errorf(rng, "Invalid "+what, "%s %q must be a path under root starting with \"/\", like \"/index.html\".", what, p)
-			return
-		}
-		if !rootOK {
-			return
-		}
-		full := s.Root + p
-		if fi, err := os.Stat(full); err != nil || !fi.Mode().IsRegular() {
-			d.errorf(rng, "Missing "+what, "%s %q is not a file under root %q.", what, p, written)
-		}
-	}
-	if b.str("fallback", &s.Fallback) {
-		checkUnder(b.rng("fallback"), "fallback", s.Fallback)
-	}
-	b.boolean("dotfiles", &s.Dotfiles)
-	if ranges, ok := b.strMap("mime_types", &s.MIMETypes); ok {
-		for _, ext := range sortedKeys(s.MIMETypes) {
-			if !strings.HasPrefix(ext, ".") || len(ext) < 2 || strings.Contains(ext, "/") {
-				d.errorf(ranges[ext], "Invalid extension", "mime_types keys are extensions starting with \".\", like \".wasm\", not %q.", ext)
-			} else if !validMediaType(s.MIMETypes[ext]) {
-				d.errorf(ranges[ext], "Invalid media type", "%q is not a media type like \"text/html; charset=utf-8\".", s.MIMETypes[ext])
-			}
-		}
-	}
-	if cb := b.single("cache_control"); cb != nil {
-		x := d.content(cb.Body, "cache_control", cb.DefRange, []string{"html", "hashed", "default"})
-		for name, dst := range map[string]*string{"html": &s.CacheControl.HTML, "hashed": &s.CacheControl.Hashed, "default": &s.CacheControl.Default} {
-			if x.str(name, dst) {
-				if err := checkHeaderValue(*dst, d.isSecret(*dst)); err != nil {
-					d.errorf(x.rng(name), "Invalid header value", "%s.", err)
-				}
-			}
-		}
-	}
-	if ranges, ok := b.statusMap("error_pages", &s.ErrorPages); ok {
-		for _, code := range sortedKeys(s.ErrorPages) {
-			checkUnder(ranges[code], "error page", s.ErrorPages[code])
-		}
-	}
-	b.headers("headers", &s.Headers)
-	b.size("mem_cache_max_file", &s.MemCacheMaxFile)
-	return s
-}
-
-// defaultProxy returns the defaults of a proxy block.
-func defaultProxy() *Proxy {
-	return &Proxy{
-		Balance:               "round_robin",
-		Cookie:                "sluice_upstream",
-		Timeout:               60 * time.Second,
-		DialTimeout:           5 * time.Second,
-		TLSHandshakeTimeout:   5 * time.Second,
-		ResponseHeaderTimeout: 30 * time.Second,
-		IdleTimeout:           90 * time.Second,
-		MaxIdleConns:          512,
-		Tries:                 3,
-		TryDuration:           5 * time.Second,
-		Passive:               &Passive{MaxFails: 3, FailTimeout: 30 * time.Second},
-		HostHeader:            "upstream",
-		TrustedProxies:        []string{},
-	}
-}
-
-var balancers = []string{"round_robin", "least_conn", "random_two", "ip_hash", "header_hash", "cookie"}
-
-func (d *decoder) proxy(blk *hcl.Block) *Proxy {
-	p := defaultProxy()
-	b := d.content(blk.Body, "proxy", blk.DefRange, []string{
-		"upstreams", "balance", "hash_header", "cookie", "timeout", "dial_timeout", "tls_handshake_timeout",
-		"response_header_timeout", "idle_timeout", "max_idle_conns", "max_conns", "tries", "try_duration",
-		"buffering", "http2", "max_body", "strip_prefix", "host_header", "trusted_proxies"},
-		labeled("upstream", "url"), blockType("health"), blockType("passive_health"), blockType("tls"),
-		blockType("header_up"), blockType("header_down"))
-	seen := map[string]hcl.Range{}
-	add := func(u Upstream) {
-		if err := checkUpstream(u.URL); err != nil {
-			d.errorf(u.Range, "Invalid upstream", "%s.", err)
-			return
-		}
-		if first, ok := seen[u.URL]; ok {
-			d.errorf(u.Range, "Duplicate upstream", "Upstream %q is already listed at %s; use weight to send it more traffic.", u.URL, pos(first))
-			return
-		}
-		seen[u.URL] = u.Range
-		p.Upstreams = append(p.Upstreams, u)
-	}
-	var urls []string
-	if ranges, ok := b.strList("upstreams", &urls); ok {
-		for i, u := range urls {
-			add(Upstream{URL: u, Weight: 1, Range: ranges[i]})
-		}
-	}
-	for _, ub := range b.blocks {
-		if ub.Type != "upstream" {
-			continue
-		}
-		x := d.content(ub.Body, fmt.Sprintf("upstream %q", ub.Labels[0]), ub.DefRange, []string{"weight"})
-		u := Upstream{URL: ub.Labels[0], Weight: 1, Range: ub.LabelRanges[0]}
-		x.integer("weight", &u.Weight, 1, 1000000)
-		add(u)
-	}
-	hasBlock := false
-	for _, ub := range b.blocks {
-		hasBlock = hasBlock || ub.Type == "upstream"
-	}
-	switch {
-	case !b.has("upstreams") && !hasBlock:
-		d.errorf(blk.DefRange, "Proxy without upstreams", "proxy needs upstreams = [\"http://127.0.0.1:9000\"] or an upstream \"URL\" {} block.")
-	case b.has("upstreams") && urls != nil && len(urls) == 0 && !hasBlock:
-		d.errorf(b.rng("upstreams"), "Proxy without upstreams", "upstreams is empty; list at least one URL.")
-	}
-	b.oneOf("balance", &p.Balance, balancers...)
-	b.str("hash_header", &p.HashHeader)
-	if p.HashHeader != "" {
-		if err := checkHeaderName(p.HashHeader); err != nil {
-			d.errorf(b.rng("hash_header"), "Invalid header name", "%s.", err)
-		}
-	}
-	if p.Balance == "header_hash" && p.HashHeader == "" {
-		d.errorf(b.rng("balance"), "Missing hash_header", "balance = \"header_hash\" needs hash_header, the request header to hash.")
-	}
-	if b.str("cookie", &p.Cookie) && (p.Cookie == "" || strings.ContainsAny(p.Cookie, " ;,=\t\r\n\"")) {
-		d.errorf(b.rng("cookie"), "Invalid cookie name", "%q is not a cookie name.", p.Cookie)
-	}
-	b.duration("timeout", &p.Timeout, false)
-	b.duration("dial_timeout", &p.DialTimeout, false)
-	b.duration("tls_handshake_timeout", &p.TLSHandshakeTimeout, false)
-	b.duration("response_header_timeout", &p.ResponseHeaderTimeout, false)
-	b.duration("idle_timeout", &p.IdleTimeout, false)
-	b.integer("max_idle_conns", &p.MaxIdleConns, 0, math.MaxInt32)
-	b.integer("max_conns", &p.MaxConns, 0, math.MaxInt32)
-	b.integer("tries", &p.Tries, 1, 100)
-	b.duration("try_duration", &p.TryDuration, false)
-	b.boolean("buffering", &p.Buffering)
-	b.boolean("http2", &p.HTTP2)
-	b.size("max_body", &p.MaxBody)
-	if b.str("strip_prefix", &p.StripPrefix) && p.StripPrefix != "" && !strings.HasPrefix(p.StripPrefix, "/") {
-		d.errorf(b.rng("strip_prefix"), "Invalid strip_prefix", "strip_prefix %q must start with \"/\".", p.StripPrefix)
-	}
-	if b.str("host_header", &p.HostHeader) && p.HostHeader != "upstream" && p.HostHeader != "keep" {
-		if err := checkSiteName(p.HostHeader); err != nil && checkListenAddr(p.HostHeader) != nil {
-			d.errorf(b.rng("host_header"), "Invalid host_header", "host_header must be \"upstream\", \"keep\" or a host name, not %q.", p.HostHeader)
-		}
-	}
-	if ranges, ok := b.strList("trusted_proxies", &p.TrustedProxies); ok {
-		for i, c := range p.TrustedProxies {
-			if err := checkCIDR(c); err != nil {
-				d.errorf(ranges[i], "Invalid address", "%s.", err)
-			}
-		}
-	}
-	if hb := b.single("health"); hb != nil {
-		x := d.content(hb.Body, "health", hb.DefRange, []string{"path", "interval", "timeout", "expect_status", "rise", "fall"})
-		h := &Health{Interval: 5 * time.Second, Timeout: 2 * time.Second, ExpectStatus: 200, Rise: 2, Fall: 3}
-		if x.require("path") && x.str("path", &h.Path) && !strings.HasPrefix(h.Path, "/") {
-			d.errorf(x.rng("path"), "Invalid health path", "path %q must start with \"/\".", h.Path)
-		}
-		x.duration("interval", &h.Interval, true)
-		x.duration("timeout", &h.Timeout, true)
-		x.integer("expect_status", &h.ExpectStatus, 100, 599)
-		x.integer("rise", &h.Rise, 1, 1000)
-		x.integer("fall", &h.Fall, 1, 1000)
-		p.Health = h
-	}
-	if pb := b.single("passive_health"); pb != nil {
-		x := d.content(pb.Body, "passive_health", pb.DefRange, []string{"max_fails", "fail_timeout"})
-		x.integer("max_fails", &p.Passive.MaxFails, 0, 1000000)
-		x.duration("fail_timeout", &p.Passive.FailTimeout, true)
-	}
-	if tb := b.single("tls"); tb != nil {
-		p.TLS = d.clientTLS(tb)
-	}
-	for _, name := range []string{"header_up", "header_down"} {
-		hb := b.single(name)
-		if hb == nil {
-			continue
-		}
-		x := d.content(hb.Body, name, hb.DefRange, []string{"set", "add", "remove"})
-		ops := &HeaderOps{Set: map[string]string{}, Add: map[string]string{}, Remove: []string{}}
-		x.headers("set", &ops.Set)
-		x.headers("add", &ops.Add)
-		if ranges, ok := x.strList("remove", &ops.Remove); ok {
-			for i, h := range ops.Remove {
-				if err := checkHeaderName(h); err != nil {
-					d.errorf(ranges[i], "Invalid header name", "%s.", err)
-				}
-			}
-		}
-		if name == "header_up" {
-			p.HeaderUp = ops
-		} else {
-			p.HeaderDown = ops
-		}
-	}
-	return p
-}
-
-// checkUpstream reports what is wrong with an upstream URL.
-func checkUpstream(raw string) error {
-	s := RedactURL(raw) // messages reach logs and the reload answer
-	if !strings.Contains(s, "://") {
-		return fmt.Errorf("upstream %q has no scheme; write \"http://%s\"", s, s)
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("%q is not a URL; write one like \"http://127.0.0.1:9000\"", s)
-	}
-	switch u.Scheme {
-	case "http", "https", "h2c":
-	default:
-		return fmt.Errorf("upstream %q has scheme %q; use \"http\", \"https\" or \"h2c\"", s, u.Scheme)
-	}
-	switch {
-	case u.Host == "":
-		return fmt.Errorf("upstream %q has no host", s)
-	case u.User != nil:
-		return fmt.Errorf("upstream %q must not carry user info; set an Authorization header with header_up", s)
-	case u.Path != "" && u.Path != "/", u.RawQuery != "", u.Fragment != "":
-		return fmt.Errorf("upstream %q must not have a path or query; use strip_prefix or a filter to rewrite paths", s)
-	}
-	if p := u.Port(); p != "" {
-		if err := checkListenAddr(u.Host); err != nil {
-			return fmt.Errorf("upstream %q: %w", s, err)
-		}
-	}
-	return nil
-}
-
-func (d *decoder) respond(blk *hcl.Block) *Respond {
-	r := &Respond{Status: 200, Headers: map[string]string{}}
-	b := d.content(blk.Body, "respond", blk.DefRange, []string{"status", "body", "headers"})
-	b.integer("status", &r.Status, 200, 599)
-	b.str("body", &r.Body)
-	b.headers("headers", &r.Headers)
-	return r
-}
-
-func (d *decoder) rateLimit(blk *hcl.Block) *RateLimit {
-	r := &RateLimit{Key: "client_ip", MaxKeys: 100000}
-	b := d.content(blk.Body, "rate_limit", blk.DefRange, []string{"rate", "burst", "key", "max_keys", "on_store_error"})
-	if b.require("rate") {
-		if v, ok := b.value("rate"); ok {
-			switch v.Type() {
-			case cty.Number:
-				n := numText(v)
-				d.errorf(b.rng("rate"), "Invalid rate", "rate = %s has no unit; write a string like \"%s/s\", \"%s/m\" or \"%s/h\".", n, n, n, n)
-			case cty.String:
-				if f, err := ParseRate(v.AsString()); err != nil {
-					d.errorf(b.rng("rate"), "Invalid rate", "%s.", err)
-				} else {
-					r.Rate = f
-				}
-			default:
-				b.typeError("rate", `a rate string, like "100/s"`, v)
-			}
-		}
-	}
-	r.Burst = max(1, int(math.Ceil(r.Rate)))
-	b.integer("burst", &r.Burst, 1, math.MaxInt32)
-	if b.str("key", &r.Key) {
-		name, isHeader := strings.CutPrefix(r.Key, "header:")
-		switch {
-		case r.Key == "client_ip" || r.Key == "consumer":
-		case isHeader:
-			if err := checkHeaderName(name); err != nil {
-				d.errorf(b.rng("key"), "Invalid key", "%s.", err)
-			}
-		default:
-			d.errorf(b.rng("key"), "Invalid key", "key must be \"client_ip\", \"consumer\" or \"header:NAME\", not %q.%s", r.Key, didYouMean(r.Key, []string{"client_ip", "consumer"}))
-		}
-	}
-	b.integer("max_keys", &r.MaxKeys, 1, math.MaxInt32)
-	b.oneOf("on_store_error", &r.OnStoreError, "allow", "deny")
-	return r
 }

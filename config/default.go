@@ -1,7 +1,13 @@
 package config
 
 import (
+	"fmt"
 	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
 // DefaultListen is the address Default uses when listen is "".
@@ -23,7 +29,9 @@ const DefaultListen = "127.0.0.1:8080"
 //	  }
 //	}
 //
-// Default does not check that root exists.
+// Default does not check that root exists: the diagnostics of that file,
+// like a missing root, are ignored here (serving reports them). It needs
+// the static handler registered (host/handlers does).
 func Default(root, listen string, browse bool) *Config {
 	if root == "" {
 		root = "."
@@ -34,30 +42,24 @@ func Default(root, listen string, browse bool) *Config {
 	if listen == "" {
 		listen = DefaultListen
 	}
-	st := defaultStatic(root)
-	st.Browse = browse
-	site := &Site{
-		Name:          "*",
-		Aliases:       []string{},
-		Listen:        []string{listen},
-		HTTPSRedirect: []string{},
-		ErrorPages:    map[int]string{},
-		Routes: []*Route{{
-			Path:    "/",
-			Filters: []string{},
-			Static:  st,
-			Allow:   []string{},
-			Deny:    []string{},
-		}},
+	src := fmt.Sprintf("site \"*\" {\n  listen = [%s]\n  route \"/\" {\n    static {\n      root   = %s\n      browse = %t\n    }\n  }\n}\n",
+		hclString(listen), hclString(root), browse)
+	file, diags := hclsyntax.ParseConfig([]byte(src), "default.hcl", hcl.InitialPos)
+	if diags.HasErrors() {
+		panic("config: Default: " + diags.Error())
 	}
-	l := defaultListener(listen)
-	l.Sites = []string{site.Name}
-	l.DefaultSite = site.Name
-	l.Redirects = []string{}
-	return &Config{
-		Server:    defaultServer(),
-		Listeners: []*Listener{l},
-		Telemetry: defaultTelemetry(),
-		Sites:     []*Site{site},
+	d := &decoder{dir: root, meta: map[*Site]*siteMeta{}}
+	c := d.config(file.Body)
+	if len(c.Sites) != 1 || len(c.Sites[0].Routes) != 1 || c.Sites[0].Routes[0].Kind != "static" {
+		panic("config: Default needs the static handler registered (import host/handlers)")
 	}
+	return c
+}
+
+// hclString quotes s as an HCL string literal: escapes as Go's, and "${"
+// and "%{" doubled so that they are not templates.
+func hclString(s string) string {
+	q := strconv.Quote(s)
+	q = strings.ReplaceAll(q, "${", "$${")
+	return strings.ReplaceAll(q, "%{", "%%{")
 }

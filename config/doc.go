@@ -11,6 +11,15 @@
 // modifies afterwards; Redacted and JSON give the effective config for the
 // admin endpoint.
 //
+// config decodes the frame of a config (server, listeners, sites,
+// routes, filters, tls, telemetry, store) itself. The blocks of a route,
+// its handler (`static {}`, `proxy {}`, `respond {}`) and the blocks
+// beside it (`rate_limit {}`), belong to the packages that implement
+// them: each registers its kind with RegisterHandler or
+// RegisterRouteBlock, and its value (a Block) carries the schema in hcl
+// tags, the defaults, the checks with ranges (DecodeHCL) and the
+// reference rows (doc tags). Route.Blocks holds what they decoded to.
+//
 // Expressions may call env("NAME"), env("NAME", "default") and
 // file("path"); there are no variables. Durations are strings with units
 // ("5s"), sizes are strings with units ("16MiB"): a bare number is an error.
@@ -22,5 +31,7 @@
 //
 // What it must not import: anything of sluice (host, runtime, filters).
 // It imports only the standard library, hcl/v2 and go-cty. It knows nothing
-// of the server that consumes it; host decides what the values mean.
+// of the server that consumes it; host decides what the values mean, and
+// the host's handler packages, importing config, register their blocks
+// (host/handlers links them all in).
 package config

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
@@ -289,13 +290,28 @@ var snake = regexp.MustCompile(`^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$`)
 // READMEs may quote that are not attribute names: values of balance, ABI
 // features and functions (sluice_* names, metrics and the sticky cookie,
 // are allowed by prefix).
-var proseWords = func() map[string]bool {
+func proseWords() map[string]bool {
 	m := map[string]bool{"snake_case": true, "buffer_request": true, "buffer_response": true, "get_header_values": true}
-	for _, b := range balancers {
-		m[b] = true
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for _, f := range schemaOf(t) {
+			for _, v := range strings.Split(f.opts["oneof"], "|") {
+				m[v] = true
+			}
+			ft := t.Field(f.index).Type
+			for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
+				ft = ft.Elem()
+			}
+			if f.block && ft.Kind() == reflect.Struct {
+				walk(ft)
+			}
+		}
+	}
+	for _, spec := range routeBlocks() {
+		walk(reflect.TypeOf(spec.defaults()).Elem())
 	}
 	return m
-}()
+}
 
 // attributeTable reports whether a table's header names attributes in its
 // first column.
@@ -314,6 +330,7 @@ func attributeTable(header string) bool {
 // each code span that writes `block { attribute }` or `attribute = value`.
 func TestMarkdownNames(t *testing.T) {
 	byBlock, all := schemaNames(t)
+	proseOK := proseWords()
 	root := repoRoot(t)
 	checked := 0
 	for _, f := range markdownFiles(t, root) {
@@ -374,7 +391,7 @@ func TestMarkdownNames(t *testing.T) {
 				}
 				// A bare snake_case name reads as an attribute: it must be
 				// one, or a value or name the prose is allowed to quote.
-				if snake.MatchString(span) && !all[span] && !proseWords[span] && !strings.HasPrefix(span, "sluice_") {
+				if snake.MatchString(span) && !all[span] && !proseOK[span] && !strings.HasPrefix(span, "sluice_") {
 					checked++
 					t.Errorf("%s: `%s` is not an attribute or block of the config", where, span)
 				}
@@ -393,4 +410,79 @@ func names(m map[string]bool) string {
 	}
 	sort.Strings(l)
 	return strings.Join(l, ", ")
+}
+
+// mdTables returns the Markdown tables of text (runs of lines starting
+// with "|"), with their byte offsets.
+func mdTables(text string) (tables []string, at [][2]int) {
+	lines := strings.SplitAfter(text, "\n")
+	off, start := 0, -1
+	for _, l := range lines {
+		if strings.HasPrefix(l, "|") {
+			if start < 0 {
+				start = off
+			}
+		} else if start >= 0 {
+			tables, at = append(tables, text[start:off]), append(at, [2]int{start, off})
+			start = -1
+		}
+		off += len(l)
+	}
+	if start >= 0 {
+		tables, at = append(tables, text[start:]), append(at, [2]int{start, len(text)})
+	}
+	return tables, at
+}
+
+// TestReference checks that the section of config/CONFIG.md of each
+// registered block kind ("## proxy") shows the tables Reference makes of
+// the kind's schema, in order: the handler's folder is where its
+// reference is written. -update rewrites them.
+func TestReference(t *testing.T) {
+	path := filepath.Join(repoRoot(t), "config", "CONFIG.md")
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	kinds := routeBlocks()
+	if len(kinds) < 4 {
+		t.Fatalf("%d block kinds registered, want static, proxy, respond and rate_limit", len(kinds))
+	}
+	for _, spec := range kinds {
+		want := Reference(spec.kind)
+		head := "\n## " + spec.kind + "\n"
+		start := strings.Index(text, head)
+		if start < 0 {
+			t.Errorf("CONFIG.md has no %q section", strings.TrimSpace(head))
+			continue
+		}
+		start += len(head)
+		end := strings.Index(text[start:], "\n## ")
+		if end < 0 {
+			end = len(text) - start
+		}
+		section := text[start : start+end]
+		got, at := mdTables(section)
+		if len(got) < len(want) {
+			t.Errorf("CONFIG.md section %s: %d tables, want %d:\n%s", spec.kind, len(got), len(want), strings.Join(want, "\n"))
+			continue
+		}
+		for i := len(want) - 1; i >= 0; i-- {
+			if got[i] == want[i] {
+				continue
+			}
+			if *update {
+				section = section[:at[i][0]] + want[i] + section[at[i][1]:]
+				continue
+			}
+			t.Errorf("CONFIG.md section %s, table %d differs from the schema (go test ./config -run TestReference -update):\n--- got\n%s--- want\n%s", spec.kind, i+1, got[i], want[i])
+		}
+		text = text[:start] + section + text[start+end:]
+	}
+	if *update && text != string(doc) {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -18,12 +18,12 @@ func TestDefault(t *testing.T) {
 		if c.File != "" || c.Admin != nil || len(c.Filters) != 0 {
 			t.Errorf("Default has a file, admin or filters: %+v", c)
 		}
-		if len(c.Sites) != 1 || c.Sites[0].Routes[0].Static == nil {
+		if len(c.Sites) != 1 || c.Sites[0].Routes[0].Kind != "static" {
 			t.Fatalf("want one site with one static route")
 		}
-		st := c.Sites[0].Routes[0].Static
-		if st.Root != dir || st.Browse != browse {
-			t.Errorf("root %q browse %v, want %q %v", st.Root, st.Browse, dir, browse)
+		st := c.Sites[0].Routes[0].Handler()
+		if attr(st, "root").String() != dir || attr(st, "browse").Bool() != browse {
+			t.Errorf("root %q browse %v, want %q %v", attr(st, "root"), attr(st, "browse"), dir, browse)
 		}
 		if l := c.Listener("127.0.0.1:9999"); l == nil || l.DefaultSite != "*" {
 			t.Errorf("want listener 127.0.0.1:9999 with default site *, got %+v", l)
@@ -44,8 +44,8 @@ func TestDefault(t *testing.T) {
 	}
 	c := Default("", "", false)
 	wd, _ := os.Getwd()
-	if c.Sites[0].Routes[0].Static.Root != wd || c.Listeners[0].Address != DefaultListen {
-		t.Errorf("Default(\"\", \"\") = root %q listen %q", c.Sites[0].Routes[0].Static.Root, c.Listeners[0].Address)
+	if attr(c.Sites[0].Routes[0].Handler(), "root").String() != wd || c.Listeners[0].Address != DefaultListen {
+		t.Errorf("Default(\"\", \"\") = root %q listen %q", attr(c.Sites[0].Routes[0].Handler(), "root").String(), c.Listeners[0].Address)
 	}
 }
 
@@ -133,9 +133,10 @@ func TestDeepCopy(t *testing.T) {
 		t.Fatal("copy differs from the original")
 	}
 	r := c.Redacted()
-	r.Sites[0].Routes[0].Static.Index[0] = "changed"
-	r.Sites[0].Routes[0].Static.Headers["X"] = "y"
-	if c.Sites[0].Routes[0].Static.Index[0] == "changed" || c.Sites[0].Routes[0].Static.Headers["X"] == "y" {
+	rs, cs := r.Sites[0].Routes[0].Handler(), c.Sites[0].Routes[0].Handler()
+	attr(rs, "index").Index(0).SetString("changed")
+	attr(rs, "headers").SetMapIndex(reflect.ValueOf("X"), reflect.ValueOf("y"))
+	if attr(cs, "index").Index(0).String() == "changed" || attr(cs, "headers").MapIndex(reflect.ValueOf("X")).IsValid() {
 		t.Error("Redacted shares slices or maps with the original")
 	}
 }

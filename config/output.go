@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -53,26 +54,46 @@ func (c *Config) Redacted() *Config {
 			s.TLS.ACME.Directory = RedactURL(s.TLS.ACME.Directory)
 		}
 		for _, rt := range s.Routes {
-			if p := rt.Proxy; p != nil {
-				for i := range p.Upstreams {
-					p.Upstreams[i].URL = RedactURL(p.Upstreams[i].URL)
-				}
-				for _, ops := range []*HeaderOps{p.HeaderUp, p.HeaderDown} {
-					if ops != nil {
-						redactHeaders(ops.Set)
-						redactHeaders(ops.Add)
-					}
-				}
-			}
-			if rt.Respond != nil {
-				redactHeaders(rt.Respond.Headers)
-			}
-			if rt.Static != nil {
-				redactHeaders(rt.Static.Headers)
+			for _, b := range rt.Blocks {
+				redactBlock(reflect.ValueOf(b))
 			}
 		}
 	}
 	return r
+}
+
+// redactBlock applies the tags of a registered block's fields (see
+// Block): a map tagged headers has its values replaced, a string tagged
+// url goes through RedactURL; it recurses into child blocks and lists of
+// them.
+func redactBlock(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			redactBlock(v.Elem())
+		}
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			redactBlock(v.Index(i))
+		}
+	case reflect.Struct:
+		for _, f := range schemaOf(v.Type()) {
+			fv := v.Field(f.index)
+			if !fv.CanSet() {
+				continue
+			}
+			switch {
+			case f.has("headers") && fv.Kind() == reflect.Map:
+				if h, ok := fv.Interface().(map[string]string); ok {
+					redactHeaders(h)
+				}
+			case f.has("url") && fv.Kind() == reflect.String:
+				fv.SetString(RedactURL(fv.String()))
+			case f.block || f.custom:
+				redactBlock(fv)
+			}
+		}
+	}
 }
 
 // redactHeaders replaces every value of h: any header may carry a
@@ -116,7 +137,7 @@ func redactSecrets(v reflect.Value, secrets map[string]bool) {
 		if secrets[v.String()] && v.CanSet() {
 			v.SetString(redacted)
 		}
-	case reflect.Pointer:
+	case reflect.Pointer, reflect.Interface:
 		if !v.IsNil() {
 			redactSecrets(v.Elem(), secrets)
 		}
@@ -154,8 +175,16 @@ func deepCopy(v reflect.Value) reflect.Value {
 		n := reflect.New(v.Type().Elem())
 		n.Elem().Set(deepCopy(v.Elem()))
 		return n
+	case reflect.Interface:
+		if v.IsNil() {
+			return reflect.Zero(v.Type())
+		}
+		n := reflect.New(v.Type()).Elem()
+		n.Set(deepCopy(v.Elem()))
+		return n
 	case reflect.Struct:
 		n := reflect.New(v.Type()).Elem()
+		n.Set(v) // unexported fields (netip.Prefix's) as they are
 		for i := 0; i < v.NumField(); i++ {
 			if v.Type().Field(i).IsExported() {
 				n.Field(i).Set(deepCopy(v.Field(i)))
@@ -222,8 +251,15 @@ func encodeJSON(b *bytes.Buffer, v reflect.Value) error {
 		b.Write(raw)
 		return nil
 	}
+	if v.Kind() != reflect.Pointer && v.Kind() != reflect.Interface && v.Type().Implements(textMarshalerType) {
+		t, err := v.Interface().(encoding.TextMarshaler).MarshalText()
+		if err != nil {
+			return err
+		}
+		return encodeLeaf(b, string(t))
+	}
 	switch v.Kind() {
-	case reflect.Pointer:
+	case reflect.Pointer, reflect.Interface:
 		if v.IsNil() {
 			b.WriteString("null")
 			return nil
@@ -232,15 +268,7 @@ func encodeJSON(b *bytes.Buffer, v reflect.Value) error {
 	case reflect.Struct:
 		b.WriteByte('{')
 		first := true
-		for i := 0; i < v.NumField(); i++ {
-			f := v.Type().Field(i)
-			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if !f.IsExported() || name == "-" || (opts == "omitempty" && v.Field(i).IsZero()) {
-				continue
-			}
-			if name == "" {
-				name = f.Name
-			}
+		member := func(name string, fv reflect.Value) error {
 			if !first {
 				b.WriteByte(',')
 			}
@@ -249,7 +277,30 @@ func encodeJSON(b *bytes.Buffer, v reflect.Value) error {
 				return err
 			}
 			b.WriteByte(':')
-			if err := encodeJSON(b, v.Field(i)); err != nil {
+			return encodeJSON(b, fv)
+		}
+		for i := 0; i < v.NumField(); i++ {
+			f := v.Type().Field(i)
+			name, opts, ok := jsonName(f)
+			if !ok || (opts == "omitempty" && v.Field(i).IsZero()) {
+				continue
+			}
+			if opts == "inline" { // Route.Blocks: every registered kind
+				for _, spec := range routeBlocks() {
+					var e reflect.Value
+					if !v.Field(i).IsNil() {
+						e = v.Field(i).MapIndex(reflect.ValueOf(spec.kind))
+					}
+					if !e.IsValid() {
+						e = reflect.Zero(v.Field(i).Type().Elem())
+					}
+					if err := member(spec.kind, e); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if err := member(name, v.Field(i)); err != nil {
 				return err
 			}
 		}
@@ -292,6 +343,36 @@ func encodeJSON(b *bytes.Buffer, v reflect.Value) error {
 		return nil
 	}
 	return encodeLeaf(b, v.Interface())
+}
+
+var textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+
+// jsonName is the JSON name of a struct field: its json tag, else the
+// NAME of its hcl tag (a registered block's field); ok is false for a
+// field left out: unexported, tagged "-", a range, or without either tag.
+func jsonName(f reflect.StructField) (name, opts string, ok bool) {
+	if !f.IsExported() {
+		return "", "", false
+	}
+	if tag, has := f.Tag.Lookup("json"); has {
+		name, opts, _ = strings.Cut(tag, ",")
+		if name == "-" {
+			return "", "", false
+		}
+		if name == "" {
+			name = f.Name
+		}
+		return name, opts, true
+	}
+	tag, has := f.Tag.Lookup("hcl")
+	if !has {
+		return "", "", false
+	}
+	name, opts, _ = strings.Cut(tag, ",")
+	if name == "" || strings.Contains(","+opts+",", ",range,") {
+		return "", "", false
+	}
+	return name, "", true
 }
 
 func encodeLeaf(b *bytes.Buffer, x any) error {

@@ -371,7 +371,6 @@ type ACME struct {
 const DefaultACMEDirectory = "https://acme-v02.api.letsencrypt.org/directory"
 
 // Route maps a path prefix to a handler: the `route "PATH" {}` block.
-// Exactly one of Static, Proxy and Respond is set.
 //
 // A route matches a request path equal to Path or below it: "/api"
 // matches "/api" and "/api/x" but not "/apix"; "/api/" matches "/api/x".
@@ -383,14 +382,14 @@ type Route struct {
 	// Filters names the filters run for this route, in order (responses
 	// pass through them in reverse). HCL `filters`, default none.
 	Filters []string `json:"filters"`
-	// Static is the `static {}` handler.
-	Static *Static `json:"static"`
-	// Proxy is the `proxy {}` handler.
-	Proxy *Proxy `json:"proxy"`
-	// Respond is the `respond {}` handler: a fixed response.
-	Respond *Respond `json:"respond"`
-	// RateLimit is the `rate_limit {}` block; nil means no limit.
-	RateLimit *RateLimit `json:"rate_limit"`
+	// Kind is the type of the route's one handler block: a kind
+	// registered with RegisterHandler ("static", "proxy", "respond").
+	Kind string `json:"-"`
+	// Blocks holds the route's blocks of registered kinds by type: its
+	// handler (under Kind) and the blocks beside it (RegisterRouteBlock:
+	// "rate_limit"). In the JSON form every registered kind is a key of
+	// the route, null where the route has no such block.
+	Blocks map[string]Block `json:",inline"`
 	// Allow and Deny are IP addresses or CIDR prefixes. When Allow is
 	// set only matching clients are served; Deny is checked first.
 	// Refused clients get 403. HCL `allow`, `deny`, default none.
@@ -400,208 +399,11 @@ type Route struct {
 	Range hcl.Range `json:"-"`
 }
 
-// Static serves files from a directory: the `static {}` block.
-type Static struct {
-	// Root is the absolute directory served (HCL `root`, required,
-	// resolved against the config file's directory; it must be a readable
-	// directory).
-	Root string `json:"root"`
-	// Index lists the files served for a directory request. HCL `index`,
-	// default ["index.html"].
-	Index []string `json:"index"`
-	// Browse lists directories without an index file. HCL `browse`,
-	// default false.
-	Browse bool `json:"browse"`
-	// Precompressed lists encodings whose precompressed siblings
-	// (FILE.br, FILE.zst, FILE.gz) are served when the client accepts
-	// them, in preference order: a subset of "br", "zstd", "gzip". HCL
-	// `precompressed`, default none.
-	Precompressed []string `json:"precompressed"`
-	// Compress lists encodings used to compress responses on the fly (and
-	// cache the result), in preference order: a subset of "zstd", "br",
-	// "gzip". HCL `compress`, default ["zstd", "br", "gzip"]; [] disables.
-	Compress []string `json:"compress"`
-	// CompressMinSize is the smallest file compressed on the fly. HCL
-	// `compress_min_size`, a size, default "1KiB".
-	CompressMinSize int64 `json:"compress_min_size"`
-	// CompressTypes lists media types compressed on the fly; "text/*"
-	// matches every text type. HCL `compress_types`, default
-	// DefaultCompressTypes.
-	CompressTypes []string `json:"compress_types"`
-	// Fallback is a file under Root (like "/index.html") served for paths
-	// that match no file: single-page apps. HCL `fallback`, default "".
-	Fallback string `json:"fallback"`
-	// Dotfiles serves names starting with "." (otherwise 404). HCL
-	// `dotfiles`, default false.
-	Dotfiles bool `json:"dotfiles"`
-	// MIMETypes maps a file extension (".ext") to a media type, over the
-	// built-in table. HCL `mime_types`, default none.
-	MIMETypes map[string]string `json:"mime_types"`
-	// CacheControl is the `cache_control {}` block.
-	CacheControl CacheControl `json:"cache_control"`
-	// ErrorPages maps a status code (400-599) to a file under Root (like
-	// "/404.html") served as the body of that error. HCL `error_pages`,
-	// default none.
-	ErrorPages map[int]string `json:"error_pages"`
-	// Headers are added to every response. HCL `headers`, default none.
-	Headers map[string]string `json:"headers"`
-	// MemCacheMaxFile is the largest file kept in memory; larger files
-	// are sent from disk (sendfile). HCL `mem_cache_max_file`, a size,
-	// default "256KiB".
-	MemCacheMaxFile int64 `json:"mem_cache_max_file"`
-}
+// Handler is the route's handler block: Blocks[Kind].
+func (r *Route) Handler() Block { return r.Blocks[r.Kind] }
 
-// CacheControl chooses the Cache-Control header of static responses: the
-// `cache_control {}` block. An empty value sends no header.
-type CacheControl struct {
-	// HTML applies to text/html responses. HCL `html`, default "no-cache".
-	HTML string `json:"html"`
-	// Hashed applies to files whose name has a content hash: a "." or
-	// "-" separated part of 8 or more hex digits or base-36 characters
-	// with a digit, like "app.3f9a1c2b.js". HCL `hashed`, default
-	// "public, max-age=31536000, immutable".
-	Hashed string `json:"hashed"`
-	// Default applies to every other file. HCL `default`, default "".
-	Default string `json:"default"`
-}
-
-// DefaultCompressTypes is the default Static.CompressTypes.
-var DefaultCompressTypes = []string{
-	"text/*",
-	"application/javascript",
-	"application/json",
-	"application/manifest+json",
-	"application/wasm",
-	"application/xml",
-	"image/svg+xml",
-}
-
-// Proxy forwards requests to upstream servers: the `proxy {}` block.
-type Proxy struct {
-	// Upstreams come from `upstreams = ["http://a:1", ...]` (weight 1) and
-	// `upstream "URL" { weight = N }` blocks, in that order; at least one.
-	Upstreams []Upstream `json:"upstreams"`
-	// Balance is the load-balancing policy: "round_robin" (weighted),
-	// "least_conn", "random_two" (power of two choices), "ip_hash",
-	// "header_hash" or "cookie". HCL `balance`, default "round_robin".
-	Balance string `json:"balance"`
-	// HashHeader is the request header hashed by "header_hash". HCL
-	// `hash_header`; required by that policy.
-	HashHeader string `json:"hash_header"`
-	// Cookie is the cookie that pins a client to an upstream under
-	// "cookie". HCL `cookie`, default "sluice_upstream".
-	Cookie string `json:"cookie"`
-	// Timeout bounds the whole upstream exchange, body included. HCL
-	// `timeout`, default "60s"; "0s" means no limit.
-	Timeout time.Duration `json:"timeout"`
-	// DialTimeout bounds connecting. HCL `dial_timeout`, default "5s".
-	DialTimeout time.Duration `json:"dial_timeout"`
-	// TLSHandshakeTimeout bounds the TLS handshake. HCL
-	// `tls_handshake_timeout`, default "5s".
-	TLSHandshakeTimeout time.Duration `json:"tls_handshake_timeout"`
-	// ResponseHeaderTimeout bounds waiting for the response headers once
-	// the request is sent. HCL `response_header_timeout`, default "30s".
-	ResponseHeaderTimeout time.Duration `json:"response_header_timeout"`
-	// IdleTimeout closes idle pooled connections. HCL `idle_timeout`,
-	// default "90s".
-	IdleTimeout time.Duration `json:"idle_timeout"`
-	// MaxIdleConns bounds pooled idle connections per upstream. HCL
-	// `max_idle_conns`, default 512.
-	MaxIdleConns int `json:"max_idle_conns"`
-	// MaxConns bounds connections per upstream. HCL `max_conns`, default
-	// 0 meaning no limit.
-	MaxConns int `json:"max_conns"`
-	// Tries is the most attempts at a request, the first included;
-	// another upstream is tried only when a connection could not be made,
-	// or the request is idempotent and no response byte arrived. HCL
-	// `tries`, default 3.
-	Tries int `json:"tries"`
-	// TryDuration stops further attempts once this long has passed since
-	// the first. HCL `try_duration`, default "5s".
-	TryDuration time.Duration `json:"try_duration"`
-	// Health is the `health {}` block: active health checks; nil means
-	// none.
-	Health *Health `json:"health"`
-	// Passive is the `passive_health {}` block. Never nil: without the
-	// block it holds the defaults (max_fails 3, fail_timeout "30s"); set
-	// max_fails = 0 to disable passive checks.
-	Passive *Passive `json:"passive_health"`
-	// TLS is the `tls {}` block for https:// upstreams; nil means the
-	// system roots and the upstream's host name.
-	TLS *UpstreamTLS `json:"tls"`
-	// Buffering reads the whole request body before sending it upstream
-	// (and so allows retrying requests with bodies). HCL `buffering`,
-	// default false: stream.
-	Buffering bool `json:"buffering"`
-	// HTTP2 speaks HTTP/2 to https:// upstreams (gRPC over TLS needs it);
-	// h2c:// upstreams always speak HTTP/2. HCL `http2`, default false.
-	HTTP2 bool `json:"http2"`
-	// MaxBody bounds the request body for this route, over the listener's
-	// max_request_body. HCL `max_body`, a size, default "0B" meaning the
-	// listener's limit.
-	MaxBody int64 `json:"max_body"`
-	// StripPrefix is removed from the request path before forwarding
-	// (for example the route's path "/api"). HCL `strip_prefix`, default "".
-	StripPrefix string `json:"strip_prefix"`
-	// HostHeader is the Host sent upstream: "upstream" (the upstream's
-	// host:port), "keep" (the client's Host) or a literal host name. HCL
-	// `host_header`, default "upstream".
-	HostHeader string `json:"host_header"`
-	// HeaderUp edits request headers sent upstream: `header_up {}`.
-	HeaderUp *HeaderOps `json:"header_up"`
-	// HeaderDown edits response headers sent to the client:
-	// `header_down {}`.
-	HeaderDown *HeaderOps `json:"header_down"`
-	// TrustedProxies lists CIDRs whose X-Forwarded-For is kept and
-	// extended (and whose client IP is taken from it); from others it is
-	// replaced. HCL `trusted_proxies`, default none.
-	TrustedProxies []string `json:"trusted_proxies"`
-}
-
-// Upstream is one upstream server.
-type Upstream struct {
-	// URL is "http://host:port", "https://host:port" or "h2c://host:port"
-	// (cleartext HTTP/2); no path, query or user info.
-	URL string `json:"url"`
-	// Weight is the share of requests under round_robin. HCL `weight`,
-	// default 1, at least 1.
-	Weight int `json:"weight"`
-	// Range is the list element or the block label.
-	Range hcl.Range `json:"-"`
-}
-
-// Health is the `health {}` block: active health checks of every upstream.
-type Health struct {
-	// Path is requested with GET. HCL `path`, required, starts with "/".
-	Path string `json:"path"`
-	// Interval between checks. HCL `interval`, default "5s", above zero.
-	Interval time.Duration `json:"interval"`
-	// Timeout of one check. HCL `timeout`, default "2s", above zero.
-	Timeout time.Duration `json:"timeout"`
-	// ExpectStatus is the healthy status code. HCL `expect_status`,
-	// default 200.
-	ExpectStatus int `json:"expect_status"`
-	// Rise is how many passing checks in a row bring an upstream back.
-	// HCL `rise`, default 2.
-	Rise int `json:"rise"`
-	// Fall is how many failing checks in a row take it out. HCL `fall`,
-	// default 3.
-	Fall int `json:"fall"`
-}
-
-// Passive is the `passive_health {}` block: upstreams are taken out after
-// failed requests.
-type Passive struct {
-	// MaxFails failures (connection errors, timeouts, 502-504) within
-	// FailTimeout take an upstream out for FailTimeout. HCL `max_fails`,
-	// default 3; 0 disables passive checks.
-	MaxFails int `json:"max_fails"`
-	// FailTimeout is the counting window and the time out. HCL
-	// `fail_timeout`, default "30s".
-	FailTimeout time.Duration `json:"fail_timeout"`
-}
-
-// UpstreamTLS is a proxy's `tls {}` block.
+// UpstreamTLS is the `tls {}` block of a connection sluice makes: the
+// store's.
 type UpstreamTLS struct {
 	// CA is a PEM bundle that replaces the system roots. HCL `ca`.
 	CA string `json:"ca"`
@@ -620,38 +422,6 @@ type UpstreamTLS struct {
 	// a file that cannot be used when the proxy is built is reported
 	// there.
 	Range, CARange, CertRange, KeyRange hcl.Range `json:"-"`
-}
-
-// HeaderOps edits headers: the `header_up {}` and `header_down {}` blocks.
-// Remove runs first, then Set, then Add.
-type HeaderOps struct {
-	// Set replaces a header. HCL `set`, a map.
-	Set map[string]string `json:"set"`
-	// Add appends a value. HCL `add`, a map.
-	Add map[string]string `json:"add"`
-	// Remove deletes headers by name. HCL `remove`, a list.
-	Remove []string `json:"remove"`
-}
-
-// RateLimit is a token-bucket limit per key: the `rate_limit {}` block.
-// Requests over the limit get 429 with Retry-After.
-type RateLimit struct {
-	// Rate is the refill in tokens per second, from HCL `rate` = "N/s",
-	// "N/m" or "N/h" (required; N may have a fraction).
-	Rate float64 `json:"rate"`
-	// Burst is the bucket size. HCL `burst`, default Rate per second
-	// rounded up, at least 1.
-	Burst int `json:"burst"`
-	// Key chooses the bucket: "client_ip", "header:NAME" or "consumer"
-	// (the identity a filter set). HCL `key`, default "client_ip".
-	Key string `json:"key"`
-	// MaxKeys bounds the buckets kept (least recently used go first). HCL
-	// `max_keys`, default 100000.
-	MaxKeys int `json:"max_keys"`
-	// OnStoreError decides a request when the shared store cannot be
-	// asked: "allow" or "deny" (503). HCL `on_store_error`, default
-	// "allow" when the config has a store, "" (unused) without one.
-	OnStoreError string `json:"on_store_error,omitempty"`
 }
 
 // Store is the `store "redis" {}` block: a Redis server that several
@@ -677,14 +447,4 @@ type Store struct {
 	Timeout time.Duration `json:"timeout"`
 	// Range is the `store` block's header.
 	Range hcl.Range `json:"-"`
-}
-
-// Respond answers with a fixed response: the `respond {}` block.
-type Respond struct {
-	// Status is the status code, 200-599. HCL `status`, default 200.
-	Status int `json:"status"`
-	// Body is the response body. HCL `body`, default "".
-	Body string `json:"body"`
-	// Headers are set on the response. HCL `headers`, default none.
-	Headers map[string]string `json:"headers"`
 }

@@ -295,6 +295,14 @@ func equalFold(a, b string) bool { return strings.EqualFold(a, b) }
 // quoteList renders names as `"a", "b" or "c"`.
 func quoteList(names []string) string { return quoteJoin(names, "or") }
 
+// plainJoin renders names as `a, b CONJ c`.
+func plainJoin(names []string, conj string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " " + conj + " " + names[len(names)-1]
+}
+
 // quoteJoin renders names as `"a", "b" CONJ "c"`.
 func quoteJoin(names []string, conj string) string {
 	var b strings.Builder

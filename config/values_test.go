@@ -206,7 +206,7 @@ func TestFunctions(t *testing.T) {
 			t.Errorf("%s: %v", tt.expr, diags)
 			continue
 		}
-		if got := c.Sites[0].Routes[0].Respond.Body; got != tt.want {
+		if got := attr(c.Sites[0].Routes[0].Handler(), "body").String(); got != tt.want {
 			t.Errorf("%s = %q, want %q", tt.expr, got, tt.want)
 		}
 	}

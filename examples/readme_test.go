@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/sluicehq/sluice/config"
+	_ "github.com/sluicehq/sluice/host/handlers" // the route blocks config decodes
 )
 
 // fence matches a fenced block opened by ```hcl, with its info string

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/host/proxy"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -21,7 +22,7 @@ import (
 // Without HTTP2-Settings, the request is served over HTTP/1.1.
 func TestH2CUpgrade(t *testing.T) {
 	addr := tlsFreeAddr(t)
-	s := &config.Site{Name: "p.test", Listen: []string{addr}, Routes: []*config.Route{{Path: "/", Proxy: &config.Proxy{}}}}
+	s := &config.Site{Name: "p.test", Listen: []string{addr}, Routes: []*config.Route{{Path: "/", Kind: "proxy", Blocks: map[string]config.Block{"proxy": &proxy.Options{}}}}}
 	l := tlsListenerFor(addr, false, s)
 	l.H2C, l.HTTP2Engine = true, "sluice"
 	tlsStart(t, &config.Config{Sites: []*config.Site{s}, Listeners: []*config.Listener{l}})

@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/host/exchange"
 	"github.com/sluicehq/sluice/host/generation"
+	"github.com/sluicehq/sluice/host/proxy"
 	"github.com/sluicehq/sluice/host/tlsconf/tlstest"
 )
 
@@ -35,7 +36,7 @@ const testIDHeader = "X-Client-Subject"
 func tlsTestDeps() generation.Deps {
 	return generation.Deps{
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Proxy: func(*config.Proxy, string) (exchange.Handler, func() error, error) {
+		Proxy: func(*proxy.Options, string) (exchange.Handler, func() error, error) {
 			return tlsEcho, nil, nil
 		},
 	}
@@ -74,7 +75,7 @@ func (e *tlsEnv) site(t testing.TB, name string, listen string, aliases ...strin
 	return &config.Site{
 		Name: name, Aliases: aliases, Listen: []string{listen},
 		TLS:    &config.TLS{Cert: c, Key: k, MinVersion: "1.2"},
-		Routes: []*config.Route{{Path: "/", Proxy: &config.Proxy{}}},
+		Routes: []*config.Route{{Path: "/", Kind: "proxy", Blocks: map[string]config.Block{"proxy": &proxy.Options{}}}},
 	}
 }
 
@@ -266,7 +267,7 @@ func TestACMEChallengeBeforeRedirect(t *testing.T) {
 		TLS: &config.TLS{MinVersion: "1.2", ACME: &config.ACME{
 			// Nothing listens there: issuance fails and is retried later.
 			Directory: "https://127.0.0.1:1/directory", Challenges: []string{"tls-alpn-01", "http-01"}, Storage: storage}},
-		Routes: []*config.Route{{Path: "/", Proxy: &config.Proxy{}}},
+		Routes: []*config.Route{{Path: "/", Kind: "proxy", Blocks: map[string]config.Block{"proxy": &proxy.Options{}}}},
 	}
 	pl := tlsListenerFor(plain, false)
 	pl.Redirects = []string{"acme.test"}
@@ -338,7 +339,7 @@ func TestH2C(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		t.Run(fmt.Sprint("h2c=", on), func(t *testing.T) {
 			addr := tlsFreeAddr(t)
-			s := &config.Site{Name: "p.test", Listen: []string{addr}, Routes: []*config.Route{{Path: "/", Proxy: &config.Proxy{}}}}
+			s := &config.Site{Name: "p.test", Listen: []string{addr}, Routes: []*config.Route{{Path: "/", Kind: "proxy", Blocks: map[string]config.Block{"proxy": &proxy.Options{}}}}}
 			l := tlsListenerFor(addr, false, s)
 			l.H2C = on
 			tlsStart(t, &config.Config{Sites: []*config.Site{s}, Listeners: []*config.Listener{l}})

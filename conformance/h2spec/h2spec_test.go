@@ -22,6 +22,7 @@ import (
 	"github.com/sluicehq/sluice/conformance/internal/gotool"
 	"github.com/sluicehq/sluice/host"
 	"github.com/sluicehq/sluice/host/generation"
+	"github.com/sluicehq/sluice/host/respond"
 	"github.com/sluicehq/sluice/host/tlsconf/tlstest"
 )
 
@@ -67,7 +68,7 @@ func serve(t *testing.T, k tlstest.Kind, engine string) (tlsAddr, h2cAddr string
 	ca := tlstest.NewCA(t, k)
 	cert, key := ca.Server(t, "h2spec.test", "127.0.0.1").Write(t, dir, "")
 	tlsAddr, h2cAddr = freeAddr(t), freeAddr(t)
-	route := []*config.Route{{Path: "/", Respond: &config.Respond{Status: 200, Body: "hello from sluice\n"}}}
+	route := []*config.Route{{Path: "/", Kind: "respond", Blocks: map[string]config.Block{"respond": &respond.Options{Status: 200, Body: "hello from sluice\n"}}}}
 	sites := []*config.Site{
 		{Name: "h2spec.test", Listen: []string{tlsAddr}, TLS: &config.TLS{Cert: cert, Key: key, MinVersion: "1.2"}, Routes: route},
 		{Name: "plain.test", Listen: []string{h2cAddr}, Routes: route},

@@ -24,6 +24,7 @@ import (
 	"github.com/sluicehq/sluice/conformance/internal/gotool"
 	"github.com/sluicehq/sluice/host"
 	"github.com/sluicehq/sluice/host/generation"
+	"github.com/sluicehq/sluice/host/respond"
 	"github.com/sluicehq/sluice/host/tlsconf/tlstest"
 )
 
@@ -159,7 +160,7 @@ func atoi(s string) int { var n int; fmt.Sscan(s, &n); return n }
 // challenges (so TLS-ALPN-01 is used), one allowing only HTTP-01; the
 // plain listener redirects to https.
 func startSluice(t *testing.T, p *pebble, tlsAddr, plainAddr, storage, email string) *host.Server {
-	route := []*config.Route{{Path: "/", Respond: &config.Respond{Status: 200, Body: "hello over acme\n"}}}
+	route := []*config.Route{{Path: "/", Kind: "respond", Blocks: map[string]config.Block{"respond": &respond.Options{Status: 200, Body: "hello over acme\n"}}}}
 	site := func(name string, chals ...string) *config.Site {
 		return &config.Site{Name: name, Listen: []string{tlsAddr}, HTTPSRedirect: []string{plainAddr}, Routes: route,
 			TLS: &config.TLS{MinVersion: "1.2", ACME: &config.ACME{Email: email, Directory: p.dir, Challenges: chals, Storage: storage}}}

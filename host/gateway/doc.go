@@ -16,8 +16,15 @@
 // With RateLimit.Shared set (a `store` in the config), the buckets live
 // in that store, shared by every instance, and the limiter keeps only a
 // local allowance per key (see host/RATIONALE.md); a request whose limit
-// cannot be checked is decided by RateLimit.DenyOnError (503 or admit).
+// cannot be checked is decided by RateLimit.OnStoreError (503 or admit).
 //
-// It imports host/exchange and host/proxy/forwarded only: never config nor
-// runtime, nor the store (Shared is an interface of its own). The host maps the HCL schema onto RateLimit and the lists.
+// The `rate_limit {}` block of a route decodes into RateLimit (its hcl
+// tags are the schema, RateLimitDefaults the defaults, its doc tags the
+// reference in config/CONFIG.md); see block.go.
+//
+// It imports host/exchange, host/proxy/forwarded and config (to register
+// the rate_limit block; config imports nothing of the host): never
+// runtime, nor the store (Shared is an interface of its own). The host
+// adds the store and the limit's name to a decoded RateLimit, and maps a
+// route's allow and deny onto the ACL.
 package gateway

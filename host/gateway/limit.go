@@ -20,23 +20,25 @@ import (
 // RateLimit configures a token-bucket limiter: each key (a client, say)
 // gets Burst tokens, refilled at Rate per second; a request takes one.
 type RateLimit struct {
-	// Rate is tokens added per second; must be positive.
-	Rate float64
+	// Rate is tokens added per second; must be positive. In a config,
+	// `rate = "N/s"` ("/m", "/h").
+	Rate float64 `hcl:"rate,custom" type:"rate" default:"required" doc:"refill, like |\"100/s\"|, |\"6000/m\"| or |\"10/h\"| (a fraction is allowed: |\"0.5/s\"|)"`
 	// Burst is the bucket size: how many requests may come at once;
-	// default 1.
-	Burst int
+	// default 1 (in a config, the rate per second rounded up, at least
+	// 1).
+	Burst int `hcl:"burst,min=1" default:"the rate per second rounded up, at least 1" doc:"bucket size"`
 	// Key is what gets a bucket: "client_ip" (default), "header:NAME"
 	// (the header's value), or "consumer" (the ConsumerHeader an auth
 	// filter set). Requests that lack the header are keyed by client
 	// address.
-	Key string
+	Key string `hcl:"key" doc:"|\"client_ip\"|, |\"header:NAME\"| or |\"consumer\"| (the identity an auth filter set)"`
 	// ConsumerHeader is the header "consumer" reads; default
 	// "X-Consumer".
 	ConsumerHeader string
 	// MaxKeys bounds the buckets kept, and so the memory used; default
 	// 100000. Beyond it the stalest bucket of a set is recycled (a full
 	// one first, which loses nothing).
-	MaxKeys int
+	MaxKeys int `hcl:"max_keys,min=1" doc:"buckets kept; the least recently used go first"`
 	// TrustedProxies are peers whose X-Forwarded-For is believed when
 	// deciding the client address.
 	TrustedProxies []netip.Prefix
@@ -53,9 +55,10 @@ type RateLimit struct {
 	// of 10 ms), at least 1, at most a quarter of Burst and 100. See RATIONALE.md,
 	// "Why may a global rate limit admit a little more than its rate?".
 	Allowance int
-	// DenyOnError refuses requests (503) while Shared cannot be asked;
-	// false admits them.
-	DenyOnError bool
+	// OnStoreError decides requests while Shared cannot be asked: "deny"
+	// refuses them (503), "allow" (a config's default with a store) or ""
+	// admits them.
+	OnStoreError string `hcl:"on_store_error,oneof=allow|deny" json:"on_store_error,omitempty" default:"|\"allow\"|" doc:"with a [|store|](#store): |\"allow\"| admits requests while Redis cannot be asked, |\"deny\"| answers them 503 with |Retry-After: 1|; either way for 100 ms after a failure before asking again"`
 }
 
 // Shared is a token bucket kept outside the process, shared by several
@@ -95,7 +98,7 @@ type Verdict uint8
 const (
 	Admit       Verdict = iota // under the limit
 	Over                       // over it: 429
-	Unavailable                // the shared store failed and DenyOnError: 503
+	Unavailable                // the shared store failed and OnStoreError "deny": 503
 )
 
 const (
@@ -103,7 +106,7 @@ const (
 	// are dropped (never spent late).
 	leaseTTL = int64(time.Second)
 	// storeBackoff is how long after a store error the limiter decides
-	// by DenyOnError without asking the store again.
+	// by OnStoreError without asking the store again.
 	storeBackoff = int64(100 * time.Millisecond)
 )
 
@@ -162,7 +165,7 @@ func NewLimiter(c RateLimit) (*Limiter, error) {
 	l.sets = make([]set, n)
 	l.mask = uint64(n - 1)
 	if c.Shared != nil {
-		l.shared, l.name, l.rps, l.deny = c.Shared, c.Name, c.Rate, c.DenyOnError
+		l.shared, l.name, l.rps, l.deny = c.Shared, c.Name, c.Rate, c.OnStoreError == "deny"
 		l.allowance = c.Allowance
 		if l.allowance <= 0 {
 			// A quarter of the burst at most, so that one instance's

@@ -128,7 +128,7 @@ func TestSharedStoreError(t *testing.T) {
 		for _, e := range exchangetest.Engines(t, h) {
 			f := newFake(100)
 			f.fail = true
-			l, _ := gateway.NewLimiter(gateway.RateLimit{Rate: 1, Burst: 1, Shared: f, Name: "x", DenyOnError: deny})
+			l, _ := gateway.NewLimiter(gateway.RateLimit{Rate: 1, Burst: 1, Shared: f, Name: "x", OnStoreError: map[bool]string{true: "deny"}[deny]})
 			mu.Lock()
 			limiters[e.Name], fakes[e.Name] = l, f
 			mu.Unlock()

@@ -1,7 +1,6 @@
 package generation
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -12,7 +11,10 @@ import (
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/host/exchange"
 	"github.com/sluicehq/sluice/host/frontdoor"
+	_ "github.com/sluicehq/sluice/host/handlers" // every route block config decodes
 	"github.com/sluicehq/sluice/host/observe"
+	"github.com/sluicehq/sluice/host/proxy"
+	"github.com/sluicehq/sluice/host/respond"
 	"github.com/sluicehq/sluice/host/route"
 	"github.com/sluicehq/sluice/host/static"
 )
@@ -26,7 +28,7 @@ type Deps struct {
 	Filters func(names []string, next exchange.Handler) (exchange.Handler, error)
 	// Proxy, when set, replaces the built-in proxy handler (tests use it
 	// to put a known handler behind a proxy route).
-	Proxy func(p *config.Proxy, routePath string) (exchange.Handler, func() error, error)
+	Proxy func(p *proxy.Options, routePath string) (exchange.Handler, func() error, error)
 	// Wrap, when set, wraps every route handler (metrics, access log).
 	Wrap func(site, route string, h exchange.Handler) exchange.Handler
 	// Upstream, when set, returns the metrics handle of one upstream of a
@@ -141,93 +143,43 @@ func buildSite(cfg *config.Config, s *config.Site, d Deps, g *Generation) (*rout
 	return rs, nil
 }
 
+// buildRoute builds the handler of a route's handler block: each kind
+// decodes into its package's options (see host/handlers).
 func buildRoute(r *config.Route, d Deps, g *Generation) (exchange.Handler, error) {
-	switch {
-	case r.Static != nil:
-		st := r.Static
+	switch o := r.Handler().(type) {
+	case *static.Block:
 		strip := ""
 		if r.Path != "/" {
 			strip = strings.TrimSuffix(r.Path, "/")
 		}
-		h, err := static.New(static.Options{
-			Root:            st.Root,
-			Index:           st.Index,
-			Browse:          st.Browse,
-			Precompressed:   st.Precompressed,
-			Compress:        st.Compress,
-			CompressMinSize: st.CompressMinSize,
-			CompressTypes:   st.CompressTypes,
-			Fallback:        st.Fallback,
-			Dotfiles:        st.Dotfiles,
-			MIMETypes:       st.MIMETypes,
-			CacheControl: static.CacheControl{
-				HTML:    st.CacheControl.HTML,
-				Hashed:  st.CacheControl.Hashed,
-				Default: st.CacheControl.Default,
-				Exact:   true,
-			},
-			ErrorPages:      st.ErrorPages,
-			Headers:         st.Headers,
-			MemCacheMaxFile: st.MemCacheMaxFile,
-			StripPrefix:     strip,
-		})
+		h, err := static.New(o.Options(strip))
 		if err != nil {
 			return nil, err
 		}
 		g.Closers = append(g.Closers, h.Close)
 		return h, nil
-	case r.Proxy != nil && d.Proxy != nil:
-		h, closer, err := d.Proxy(r.Proxy, r.Path)
-		if err != nil {
-			return nil, err
+	case *proxy.Options:
+		if d.Proxy != nil {
+			h, closer, err := d.Proxy(o, r.Path)
+			if err != nil {
+				return nil, err
+			}
+			if closer != nil {
+				g.Closers = append(g.Closers, closer)
+			}
+			return h, nil
 		}
-		if closer != nil {
-			g.Closers = append(g.Closers, closer)
-		}
-		return h, nil
-	case r.Proxy != nil:
-		h, err := newProxy(r.Proxy, r.Path, d)
+		h, err := newProxy(o, r.Path, d)
 		if err != nil {
 			return nil, err
 		}
 		g.Closers = append(g.Closers, h.Close)
 		g.Starters = append(g.Starters, h.Start)
 		return h, nil
-	case r.Respond != nil:
-		return newRespond(r.Respond), nil
+	case *respond.Options:
+		return respond.New(o), nil
 	}
-	return nil, errors.New("no handler")
-}
-
-// respond answers every request with a fixed response.
-type respond struct {
-	status int
-	body   []byte
-	hdrs   [][2]string
-	length string
-}
-
-func newRespond(c *config.Respond) *respond {
-	r := &respond{status: c.Status, body: []byte(c.Body)}
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	for k, v := range c.Headers {
-		r.hdrs = append(r.hdrs, [2]string{k, v})
-	}
-	if c.Headers["Content-Type"] == "" && c.Headers["content-type"] == "" && len(r.body) > 0 {
-		r.hdrs = append(r.hdrs, [2]string{"Content-Type", "text/plain; charset=utf-8"})
-	}
-	return r
-}
-
-func (r *respond) ServeExchange(x exchange.Exchange) error {
-	x.SetStatus(r.status)
-	for _, h := range r.hdrs {
-		x.SetResponseHeader(h[0], h[1])
-	}
-	x.SetBody(r.body)
-	return nil
+	return nil, fmt.Errorf("no handler for %q blocks", r.Kind)
 }
 
 // httpsRedirect answers plain-HTTP requests for a TLS site with a

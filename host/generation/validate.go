@@ -93,8 +93,8 @@ func siteTLSRange(t *config.TLS, err error) hcl.Range {
 // the route's label, and the diagnostic's summary.
 func routeRange(r *config.Route, err error) (hcl.Range, string) {
 	var fe *proxy.FileError
-	if r.Proxy != nil && r.Proxy.TLS != nil && errors.As(err, &fe) {
-		switch t := r.Proxy.TLS; fe.Attr {
+	if p, ok := r.Handler().(*proxy.Options); ok && p.TLS != nil && errors.As(err, &fe) {
+		switch t := p.TLS; fe.Attr {
 		case "ca":
 			return t.CARange, "Unusable TLS file"
 		case "cert":

@@ -701,8 +701,8 @@ func TestHeaderOpsStripPrefixHost(t *testing.T) {
 		Upstreams:   []proxy.Upstream{{URL: be.URL}},
 		StripPrefix: "/api",
 		HostHeader:  "keep",
-		HeaderUp:    proxy.HeaderOps{Set: map[string]string{"X-Up": "set"}, Add: map[string]string{"X-Multi": "b"}, Remove: []string{"X-Gone"}},
-		HeaderDown:  proxy.HeaderOps{Set: map[string]string{"X-Down-Set": "new"}, Add: map[string]string{"X-Down-Add": "added"}, Remove: []string{"X-Down-Remove"}},
+		HeaderUp:    &proxy.HeaderOps{Set: map[string]string{"X-Up": "set"}, Add: map[string]string{"X-Multi": "b"}, Remove: []string{"X-Gone"}},
+		HeaderDown:  &proxy.HeaderOps{Set: map[string]string{"X-Down-Set": "new"}, Add: map[string]string{"X-Down-Add": "added"}, Remove: []string{"X-Down-Remove"}},
 	})
 	engines(t, p, func(t *testing.T, e exchangetest.Engine) {
 		resp, body := get(t, e, "/api/users/%7E1?q=2", "X-Gone", "bye", "X-Multi", "a", "X-Up", "client")
@@ -741,7 +741,7 @@ func TestCookiesOneLine(t *testing.T) {
 		}
 	})
 	if _, err := proxy.New(proxy.Options{Upstreams: []proxy.Upstream{{URL: be.URL}},
-		HeaderUp: proxy.HeaderOps{Set: map[string]string{"X-Up": "a\r\nX-Evil: 1"}}}); err == nil {
+		HeaderUp: &proxy.HeaderOps{Set: map[string]string{"X-Up": "a\r\nX-Evil: 1"}}}); err == nil {
 		t.Error("a header_up value with CR LF was accepted")
 	}
 }
@@ -894,10 +894,10 @@ func TestNew(t *testing.T) {
 		{Upstreams: []proxy.Upstream{{URL: "http://x:1/path"}}},
 		{Upstreams: []proxy.Upstream{{URL: "http://x:1"}}, Balance: "fastest"},
 		{Upstreams: []proxy.Upstream{{URL: "http://x:1"}}, Balance: "header_hash"},
-		{Upstreams: []proxy.Upstream{{URL: "http://x:1"}}, HostHeader: "other"},
+		{Upstreams: []proxy.Upstream{{URL: "http://x:1"}}, HostHeader: "not a host"},
 		{Upstreams: []proxy.Upstream{{URL: "http://x:1"}}, TLS: &proxy.TLSOptions{CAFile: "/nonexistent"}},
 		{Upstreams: []proxy.Upstream{{URL: "http://x:1"}}, Health: &proxy.HealthCheck{}},
-		{Upstreams: []proxy.Upstream{{URL: "http://x:1"}}, HeaderUp: proxy.HeaderOps{Set: map[string]string{"X": "a\r\nb"}}},
+		{Upstreams: []proxy.Upstream{{URL: "http://x:1"}}, HeaderUp: &proxy.HeaderOps{Set: map[string]string{"X": "a\r\nb"}}},
 	}
 	for i, o := range bad {
 		if p, err := proxy.New(o); err == nil {

@@ -28,7 +28,14 @@
 // internal/health, the client-address logic shared with the gateway in
 // forwarded.
 //
-// Of the project it imports host/exchange, its own forwarded package and
-// the host's internal helpers (ascii, lazyconn, pemfile, sockpeek): never
-// config (the host maps HCL onto Options) nor runtime.
+// The `proxy {}` block of a config is this package's own: Options is its
+// schema (hcl tags), Defaults its defaults, DecodeHCL (block.go) its checks
+// with source positions, and the doc tags its reference rows in
+// config/CONFIG.md; block.go registers it with config.RegisterHandler, so
+// a decoded block reaches New as it is.
+//
+// Of the project it imports config (to register its block; config imports
+// nothing of the host), host/exchange, its own forwarded package and the
+// host's internal helpers (ascii, lazyconn, pemfile, sockpeek): never
+// runtime.
 package proxy

@@ -12,103 +12,114 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluicehq/sluice/host/internal/pemfile"
 	"github.com/sluicehq/sluice/host/proxy/internal/balance"
 )
 
-// Options configure one proxy route. The zero value of each field means its
-// default, stated in the field's doc.
+// Options configure one proxy route, and are the schema of the `proxy {}`
+// block: a field tagged hcl is an attribute or child block of it (see
+// config.Block for the tags); the doc tags are its reference, the rows of
+// the proxy table in config/CONFIG.md (TestReference checks them). A
+// config's proxy block decodes into Defaults() and reaches New as it is.
+// For Go users, the zero value of a field means its default, stated in
+// Defaults.
 type Options struct {
-	// Upstreams are the servers to proxy to; at least one.
-	Upstreams []Upstream
+	// Upstreams are the servers to proxy to; at least one. In a config
+	// they come from `upstreams` (weight 1 each), then from the
+	// `upstream "URL" {}` blocks.
+	Upstreams []Upstream `hcl:"upstreams,custom" doc:"URLs, weight 1 each: |\"http://host:port\"|, |\"https://host:port\"| or |\"h2c://host:port\"| (cleartext HTTP/2); no path, query or user info" type:"list" default:""`
+	_         struct{}   `hcl:"upstream,block,label=url,custom" doc:"an upstream with a weight (default 1, at least 1); combines with |upstreams|" row:"|upstream \"URL\" { weight }|"`
 
 	// Balance is the policy that picks an upstream: "round_robin"
 	// (default; smooth weighted), "least_conn", "random_two" (power of
 	// two choices on requests in flight), "ip_hash" (client address),
 	// "header_hash" (the HashHeader request header) or "cookie" (sticky).
-	Balance string
+	Balance string `hcl:"balance,oneof=round_robin|least_conn|random_two|ip_hash|header_hash|cookie" doc:"|\"round_robin\"| (weighted), |\"least_conn\"|, |\"random_two\"| (power of two choices), |\"ip_hash\"|, |\"header_hash\"|, |\"cookie\"|"`
 	// HashHeader is the request header header_hash hashes; required for
 	// it. Requests without the header go round robin.
-	HashHeader string
+	HashHeader string `hcl:"hash_header,header" doc:"the header hashed by |\"header_hash\"| (required there)"`
 	// Cookie is the sticky cookie's name for Balance "cookie"; default
 	// "sluice_upstream".
-	Cookie string
+	Cookie string `hcl:"cookie" doc:"the cookie that pins a client under |\"cookie\"|"`
 
 	// Timeout bounds the wait for an upstream's response headers, all
 	// tries included, and then each wait for more of its body: a body that
 	// keeps flowing is never cut, one that stalls for Timeout is. Default
 	// 60s.
-	Timeout time.Duration
-	// DialTimeout bounds connecting to an upstream; default 5s.
-	DialTimeout time.Duration
+	Timeout time.Duration `hcl:"timeout" doc:"the whole upstream exchange; |\"0s\"|: no limit"`
+	// DialTimeout bounds connecting to an upstream.
+	DialTimeout time.Duration `hcl:"dial_timeout" doc:"connecting"`
 	// TLSHandshakeTimeout bounds the TLS handshake with an https
-	// upstream; default 5s.
-	TLSHandshakeTimeout time.Duration
+	// upstream.
+	TLSHandshakeTimeout time.Duration `hcl:"tls_handshake_timeout" doc:"TLS handshake with an |https://| upstream"`
 	// ResponseHeaderTimeout bounds one try's wait for the response
-	// headers once the request is sent; default 30s.
-	ResponseHeaderTimeout time.Duration
-	// IdleTimeout closes upstream connections idle this long; default 90s.
+	// headers once the request is sent.
+	ResponseHeaderTimeout time.Duration `hcl:"response_header_timeout" doc:"waiting for response headers after the request is sent"`
+	// IdleTimeout closes upstream connections idle this long.
 	// Keep it below the upstreams' own keep-alive timeout.
-	IdleTimeout time.Duration
+	IdleTimeout time.Duration `hcl:"idle_timeout" doc:"idle pooled connections are closed after this"`
 
 	// MaxIdleConns caps the idle keep-alive connections kept per
-	// upstream; default 512.
-	MaxIdleConns int
+	// upstream.
+	MaxIdleConns int `hcl:"max_idle_conns" doc:"idle pooled connections per upstream"`
 	// MaxConns caps the connections per upstream (requests beyond it
-	// wait, up to Timeout); default 0, unlimited.
-	MaxConns int
+	// wait, up to Timeout); 0 means unlimited.
+	MaxConns int `hcl:"max_conns" doc:"connections per upstream; |0|: no limit"`
 
-	// Tries is how many upstreams one request may be tried on; default 3.
+	// Tries is how many upstreams one request may be tried on.
 	// A request is tried again only when it failed before any byte of it
 	// was sent (a failed connect), or when its method is idempotent
 	// (RFC 9110, section 9.2.2) and its body can be sent again. A POST is
 	// never sent twice. A retry goes to an upstream not tried yet while
 	// one is available.
-	Tries int
+	Tries int `hcl:"tries,min=1,max=100" doc:"most attempts, the first included; another upstream is tried when no connection could be made, or for an idempotent request when no response byte arrived"`
 	// TryDuration is the time after the first try within which another
-	// may start; default 5s.
-	TryDuration time.Duration
+	// may start.
+	TryDuration time.Duration `hcl:"try_duration" doc:"no new attempt starts this long after the first"`
 
 	// Health turns on active health checks when set.
-	Health *HealthCheck
+	Health *HealthCheck `hcl:"health,block" doc:"active health checks" default:"none"`
 	// Passive configures ejection on consecutive failures; nil means the
 	// defaults. An upstream that is the only one of its route is never
 	// ejected (there would be nothing left to send to).
-	Passive *Passive
+	Passive *Passive `hcl:"passive_health,block" doc:"take upstreams out after failures" default:"on, defaults below"`
 
 	// TLS configures connections to https:// upstreams; nil means system
 	// roots and the upstream's host name.
-	TLS *TLSOptions
-	// HTTP2 makes https:// upstreams speak HTTP/2 (ALPN h2), as gRPC over
-	// TLS needs. h2c:// upstreams always speak HTTP/2; http:// ones never.
-	HTTP2 bool
+	TLS *TLSOptions `hcl:"tls,block" doc:"TLS to |https://| upstreams" default:"system roots"`
 
 	// Buffering reads an HTTP/1.1 upstream's whole response before
 	// answering, freeing the upstream sooner. Default false: bodies
 	// stream, and event streams and chunked bodies reach the client as
 	// they come. Responses up to 64 KiB with a known length are read whole
 	// either way.
-	Buffering bool
+	Buffering bool `hcl:"buffering" doc:"read the whole request body before sending it (allows retrying requests with bodies)"`
+	// HTTP2 makes https:// upstreams speak HTTP/2 (ALPN h2), as gRPC over
+	// TLS needs. h2c:// upstreams always speak HTTP/2; http:// ones never.
+	HTTP2 bool `hcl:"http2" doc:"speak HTTP/2 to |https://| upstreams (gRPC over TLS); |h2c://| upstreams always do"`
 	// MaxBody limits the request body, in bytes; larger requests are
-	// answered 413. Default 0, no limit.
-	MaxBody int64
+	// answered 413. Default 0, no limit (a config's listener limit).
+	MaxBody int64 `hcl:"max_body" doc:"request body limit for this route; |\"0B\"| means the listener's |max_request_body|"`
 	// StripPrefix is removed from the request path, at a segment
 	// boundary, before it is sent upstream ("/api" makes "/api/users"
 	// "/users").
-	StripPrefix string
+	StripPrefix string `hcl:"strip_prefix" doc:"removed from the path before forwarding, like |\"/api\"|"`
 	// HostHeader is the Host sent upstream: "upstream" (default; the
-	// upstream's host:port) or "keep" (the client's).
-	HostHeader string
+	// upstream's host:port), "keep" (the client's) or a literal host
+	// name (unless HeaderUp sets Host).
+	HostHeader string `hcl:"host_header" doc:"|Host| sent upstream: |\"upstream\"| (the upstream's host:port), |\"keep\"| (the client's) or a literal name"`
 	// HeaderUp edits the request headers sent upstream; HeaderDown the
 	// response headers sent to the client. Removals apply first, then
-	// Set, then Add.
-	HeaderUp, HeaderDown HeaderOps
+	// Set, then Add. nil edits nothing.
+	HeaderUp   *HeaderOps `hcl:"header_up,block" doc:"edit request headers sent upstream" default:""`
+	HeaderDown *HeaderOps `hcl:"header_down,block" doc:"edit response headers sent to the client" default:""`
 	// TrustedProxies are the peers whose X-Forwarded-For, -Proto, -Host
 	// and Forwarded headers are believed and extended. From any other
 	// peer, those headers are replaced.
-	TrustedProxies []netip.Prefix
+	TrustedProxies []netip.Prefix `hcl:"trusted_proxies" doc:"CIDRs whose |X-Forwarded-For| is kept and extended (and the client IP read from it); from anyone else it is replaced"`
 
 	// Logger receives upstream failures and health changes; nil means
 	// slog.Default().
@@ -148,37 +159,47 @@ type UpstreamObserver interface {
 type Upstream struct {
 	// URL is "http://host:port", "https://host:port" or "h2c://host:port"
 	// (HTTP/2 without TLS, for gRPC). It has no path.
-	URL string
+	URL string `hcl:"url,label,url"`
 	// Weight is the upstream's share of requests; default 1.
-	Weight int
+	Weight int `hcl:"weight,min=1,max=1000000"`
 }
 
 // HealthCheck configures active checks: a GET of Path on each upstream
 // every Interval.
 type HealthCheck struct {
 	// Path is requested on each upstream ("/health"); required.
-	Path string
-	// Interval between checks; default 5s.
-	Interval time.Duration
-	// Timeout per check; default 2s.
-	Timeout time.Duration
-	// ExpectStatus is the healthy status; default 200.
-	ExpectStatus int
-	// Rise successes in a row bring a down upstream back; default 2.
-	Rise int
-	// Fall failures in a row take an upstream down; default 3.
-	Fall int
+	Path string `hcl:"path,required" doc:"requested with |GET|; starts with |/|" default:"required"`
+	// Interval between checks.
+	Interval time.Duration `hcl:"interval,positive" doc:"between checks; above zero"`
+	// Timeout per check.
+	Timeout time.Duration `hcl:"timeout,positive" doc:"one check; above zero"`
+	// ExpectStatus is the healthy status.
+	ExpectStatus int `hcl:"expect_status,min=100,max=599" doc:"the healthy status"`
+	// Rise successes in a row bring a down upstream back.
+	Rise int `hcl:"rise,min=1,max=1000" doc:"passing checks in a row to come back"`
+	// Fall failures in a row take an upstream down.
+	Fall int `hcl:"fall,min=1,max=1000" doc:"failing checks in a row to go out"`
+}
+
+// SetDefaults fills the zero fields of h with their defaults, stated
+// here once.
+func (h *HealthCheck) SetDefaults() {
+	h.Interval = orDur(h.Interval, 5*time.Second)
+	h.Timeout = orDur(h.Timeout, 2*time.Second)
+	h.ExpectStatus = orInt(h.ExpectStatus, 200)
+	h.Rise = orInt(h.Rise, 2)
+	h.Fall = orInt(h.Fall, 3)
 }
 
 // Passive configures passive health: an upstream that fails MaxFails
 // requests in a row (connect errors, timeouts, broken responses) is
 // ejected for CoolDown, then readmitted.
 type Passive struct {
-	// MaxFails in a row eject; default 3. Negative turns passive checks
-	// off.
-	MaxFails int
-	// CoolDown is how long an ejected upstream sits out; default 30s.
-	CoolDown time.Duration
+	// MaxFails in a row eject; 0 or negative turns passive checks off
+	// (a nil Passive means Defaults().Passive).
+	MaxFails int `hcl:"max_fails,max=1000000" doc:"failures in a row (connection errors, timeouts, broken responses; an upstream's own 5xx answers are not failures) that take an upstream out for |fail_timeout|; |0| disables"`
+	// CoolDown is how long an ejected upstream sits out.
+	CoolDown time.Duration `hcl:"fail_timeout,positive" doc:"how long an upstream taken out sits out"`
 }
 
 // TLSOptions configure connections to https:// upstreams. TLS 1.2 is the
@@ -186,22 +207,44 @@ type Passive struct {
 type TLSOptions struct {
 	// CAFile is a PEM bundle of roots to verify upstreams with, instead of
 	// the system roots (config `ca`).
-	CAFile string
+	CAFile string `hcl:"ca,file" type:"path" doc:"PEM bundle that replaces the system roots" default:"system roots"`
 	// ServerName is sent as SNI and verified; default the upstream's host.
-	ServerName string
+	ServerName string `hcl:"server_name" doc:"name verified and sent in SNI" default:"the upstream's host"`
 	// CertFile and KeyFile are a client certificate, for upstreams that
 	// require mutual TLS (config `cert`, `key`).
-	CertFile, KeyFile string
+	CertFile string `hcl:"cert,file" type:"path" doc:"client certificate; both or neither" default:"" row:"|cert|, |key|"`
+	KeyFile  string `hcl:"key,file" row:"-"`
 	// InsecureSkipVerify turns off verification of the upstream's
 	// certificate. Only for tests.
-	InsecureSkipVerify bool
+	InsecureSkipVerify bool `hcl:"insecure_skip_verify" doc:"do not verify the upstream's certificate"`
+
+	// Range is the block's header; CARange, CertRange and KeyRange are
+	// the values of ca, cert and key (the header when absent): a file
+	// that cannot be used is reported there.
+	Range     hcl.Range `hcl:",range"`
+	CARange   hcl.Range `hcl:"ca,range"`
+	CertRange hcl.Range `hcl:"cert,range"`
+	KeyRange  hcl.Range `hcl:"key,range"`
 }
 
-// HeaderOps edit a set of headers.
+// HeaderOps edit a set of headers: the header_up and header_down blocks.
 type HeaderOps struct {
-	Set    map[string]string
-	Add    map[string]string
-	Remove []string
+	Set    map[string]string `hcl:"set,headers" doc:"replace a header"`
+	Add    map[string]string `hcl:"add,headers" doc:"append a value"`
+	Remove []string          `hcl:"remove,header" doc:"delete headers"`
+}
+
+// SetDefaults makes the nil fields of h empty.
+func (h *HeaderOps) SetDefaults() {
+	if h.Set == nil {
+		h.Set = map[string]string{}
+	}
+	if h.Add == nil {
+		h.Add = map[string]string{}
+	}
+	if h.Remove == nil {
+		h.Remove = []string{}
+	}
 }
 
 // UpstreamStats is one upstream's state, for metrics.
@@ -238,19 +281,40 @@ func orInt(n, def int) int {
 	return n
 }
 
+// Defaults returns the options of a proxy block that sets nothing but
+// its upstreams: every default of the proxy, stated here once.
+func Defaults() *Options {
+	return &Options{
+		Balance:               "round_robin",
+		Cookie:                "sluice_upstream",
+		Timeout:               60 * time.Second,
+		DialTimeout:           5 * time.Second,
+		TLSHandshakeTimeout:   5 * time.Second,
+		ResponseHeaderTimeout: 30 * time.Second,
+		IdleTimeout:           90 * time.Second,
+		MaxIdleConns:          512,
+		Tries:                 3,
+		TryDuration:           5 * time.Second,
+		Passive:               &Passive{MaxFails: 3, CoolDown: 30 * time.Second},
+		HostHeader:            "upstream",
+		TrustedProxies:        []netip.Prefix{},
+	}
+}
+
 func (o *Options) settings() (settings, error) {
+	def := Defaults()
 	s := settings{
-		timeout:       orDur(o.Timeout, 60*time.Second),
-		dialTimeout:   orDur(o.DialTimeout, 5*time.Second),
-		tlsTimeout:    orDur(o.TLSHandshakeTimeout, 5*time.Second),
-		headerTimeout: orDur(o.ResponseHeaderTimeout, 30*time.Second),
-		idleTimeout:   orDur(o.IdleTimeout, 90*time.Second),
-		maxIdle:       orInt(o.MaxIdleConns, 512),
+		timeout:       orDur(o.Timeout, def.Timeout),
+		dialTimeout:   orDur(o.DialTimeout, def.DialTimeout),
+		tlsTimeout:    orDur(o.TLSHandshakeTimeout, def.TLSHandshakeTimeout),
+		headerTimeout: orDur(o.ResponseHeaderTimeout, def.ResponseHeaderTimeout),
+		idleTimeout:   orDur(o.IdleTimeout, def.IdleTimeout),
+		maxIdle:       orInt(o.MaxIdleConns, def.MaxIdleConns),
 		maxConns:      o.MaxConns,
-		tries:         orInt(o.Tries, 3),
-		tryDuration:   orDur(o.TryDuration, 5*time.Second),
-		maxFails:      3,
-		coolDown:      30 * time.Second,
+		tries:         orInt(o.Tries, def.Tries),
+		tryDuration:   orDur(o.TryDuration, def.TryDuration),
+		maxFails:      def.Passive.MaxFails,
+		coolDown:      def.Passive.CoolDown,
 	}
 	for name, d := range map[string]time.Duration{"timeout": o.Timeout, "dial_timeout": o.DialTimeout,
 		"tls_handshake_timeout": o.TLSHandshakeTimeout, "response_header_timeout": o.ResponseHeaderTimeout,
@@ -263,8 +327,11 @@ func (o *Options) settings() (settings, error) {
 		return s, fmt.Errorf("max_idle_conns, max_conns, tries and max_body must not be negative")
 	}
 	if p := o.Passive; p != nil {
-		s.maxFails = orInt(p.MaxFails, 3)
-		s.coolDown = orDur(p.CoolDown, 30*time.Second)
+		s.maxFails = p.MaxFails
+		if s.maxFails <= 0 {
+			s.maxFails = -1 // off
+		}
+		s.coolDown = orDur(p.CoolDown, def.Passive.CoolDown)
 	}
 	if len(o.Upstreams) == 1 {
 		s.maxFails = -1
@@ -275,10 +342,8 @@ func (o *Options) settings() (settings, error) {
 			return s, fmt.Errorf("balance header_hash: hash_header is required")
 		}
 	}
-	switch o.HostHeader {
-	case "", "upstream", "keep":
-	default:
-		return s, fmt.Errorf("host_header %q: want \"upstream\" or \"keep\"", o.HostHeader)
+	if err := checkHostHeader(o.HostHeader); err != nil {
+		return s, err
 	}
 	if o.StripPrefix != "" && o.StripPrefix[0] != '/' {
 		return s, fmt.Errorf("strip_prefix %q: must start with /", o.StripPrefix)
@@ -291,7 +356,10 @@ func (o *Options) settings() (settings, error) {
 			return s, fmt.Errorf("health: negative interval, timeout, rise or fall")
 		}
 	}
-	for _, ops := range []HeaderOps{o.HeaderUp, o.HeaderDown} {
+	for _, ops := range []*HeaderOps{o.HeaderUp, o.HeaderDown} {
+		if ops == nil {
+			continue
+		}
 		for k, v := range ops.Set {
 			if err := checkHeader(k, v); err != nil {
 				return s, err

@@ -67,8 +67,11 @@ type headerOps struct {
 	set, add [][2]string
 }
 
-func compileOps(o HeaderOps) headerOps {
+func compileOps(o *HeaderOps) headerOps {
 	var h headerOps
+	if o == nil {
+		return h
+	}
 	h.remove = append(h.remove, o.Remove...)
 	for k, v := range o.Set {
 		h.set = append(h.set, [2]string{k, v})
@@ -85,6 +88,9 @@ func compileOps(o HeaderOps) headerOps {
 // started or not.
 func New(opts Options) (*Handler, error) {
 	s, err := opts.settings()
+	if hh := opts.HostHeader; err == nil && hh != "" && hh != "upstream" && hh != "keep" {
+		opts.HostHeader, opts.HeaderUp = "", literalHost(opts.HeaderUp, hh)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
@@ -121,9 +127,11 @@ func New(opts Options) (*Handler, error) {
 		tp = otel.GetTracerProvider()
 	}
 	h.tracer = tp.Tracer(tracerName)
-	for k := range opts.HeaderUp.Set {
-		if http.CanonicalHeaderKey(k) == "Host" {
-			h.upSetsHost = true
+	if opts.HeaderUp != nil {
+		for k := range opts.HeaderUp.Set {
+			if http.CanonicalHeaderKey(k) == "Host" {
+				h.upSetsHost = true
+			}
 		}
 	}
 	switch opts.Balance {
@@ -182,13 +190,9 @@ func (h *Handler) Start() {
 		return
 	}
 	h.checker = health.NewChecker()
-	cfg := health.Config{
-		Interval: orDur(hc.Interval, 5*time.Second),
-		Timeout:  orDur(hc.Timeout, 2*time.Second),
-		Expect:   orInt(hc.ExpectStatus, 200),
-		Rise:     orInt(hc.Rise, 2),
-		Fall:     orInt(hc.Fall, 3),
-	}
+	def := *hc
+	def.SetDefaults()
+	cfg := health.Config{Interval: def.Interval, Timeout: def.Timeout, Expect: def.ExpectStatus, Rise: def.Rise, Fall: def.Fall}
 	for _, u := range h.ups {
 		h.checker.Start(cfg, func(ctx context.Context) (int, error) { return u.probe(ctx, hc.Path) },
 			func(up bool, status int, err error) {

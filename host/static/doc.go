@@ -38,6 +38,11 @@
 // the inode it was read from (through os.Root) is the one the path still
 // names.
 //
-// This package must not import config or runtime: the host maps the HCL
-// configuration onto Options, and the Wasm runtime never sees files.
+// The `static {}` block of a config is this package's own (block.go):
+// Block is its schema (hcl tags), BlockDefaults its defaults, DecodeHCL
+// its checks with source positions, the doc tags its reference rows in
+// config/CONFIG.md, and Block.Options the Options it builds with. It
+// imports config only to register the block (config imports nothing of
+// the host); it must not import runtime: the Wasm runtime never sees
+// files.
 package static
