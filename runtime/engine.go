@@ -70,7 +70,6 @@ type Engine struct {
 	slow   time.Duration
 
 	noBare, noImage bool
-	loops           *loopcheck.Stub // nil: every loop check exits to Go
 
 	mu      sync.Mutex
 	modules map[string]*moduleEntry
@@ -130,7 +129,7 @@ func NewEngine(ctx context.Context, opts EngineOptions) (*Engine, error) {
 						WithCompilationCache(e.cache).
 						WithCloseOnContextDone(!opts.noDeadlines) // loop checks; see package interrupt
 	e.rt = wazero.NewRuntimeWithConfig(ctx, cfg)
-	e.loops = loopcheck.Thin(e.rt) // most loop checks return at once; see package loopcheck
+	loopcheck.Thin(e.rt) // most loop checks return at once; see package loopcheck
 	if _, err := abi.Instantiate(ctx, e.rt); err != nil {
 		_ = e.rt.Close(ctx)
 		return nil, fmt.Errorf("runtime: define %s: %w", abi.ModuleName, err)

@@ -15,10 +15,12 @@
 // past its deadline still stops, and the Go runtime can still stop the
 // world for a GC while a guest loops (it preempts the goroutine on its
 // way through that exit); it only takes up to Every iterations longer.
-// The counter is one per engine, shared by the threads running its
-// guests, and updated without atomics: a lost update only moves the next
-// exit a little, and the stub exits whenever the counter is not positive,
-// so it cannot be skipped.
+// The counter is one per call engine (wazero's execution context of one
+// exported function of one instance, which runs one call at a time), so
+// threads running guests share no cache line: it lives in the context's
+// slot for the memory.atomic.wait32 trampoline, which no code can call in
+// a runtime without the threads feature (sluice's), and Thin refuses a
+// runtime with it.
 //
 // Neither the compiled code nor the compilation cache changes: the
 // engine's call engines read the trampoline's address from its shared

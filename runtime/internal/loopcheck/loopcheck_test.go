@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/sluicehq/sluice/runtime/internal/loopcheck"
@@ -25,72 +27,84 @@ var countdown = []byte{
 	0x03, 0x40, 0x20, 0x00, 0x41, 0x01, 0x6b, 0x22, 0x00, 0x0d, 0x00, 0x0b, 0x0b,
 }
 
-func setup(t *testing.T) (*loopcheck.Stub, func(ctx context.Context, n uint32) error) {
+func thinned(t *testing.T) wazero.Runtime {
 	t.Helper()
 	ctx := context.Background()
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(true))
 	t.Cleanup(func() { rt.Close(ctx) })
-	s := loopcheck.Thin(rt)
-	if s == nil {
+	if !loopcheck.Thin(rt) {
 		if goruntime.GOOS == "linux" && goruntime.GOARCH == "amd64" {
 			t.Fatal("Thin found no check trampoline: wazero's fields changed")
 		}
 		t.Skip("no stub on this platform")
 	}
-	mod, err := rt.Instantiate(ctx, countdown)
+	return rt
+}
+
+func loopFunc(t *testing.T, rt wazero.Runtime) api.Function {
+	t.Helper()
+	mod, err := rt.Instantiate(context.Background(), countdown)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn := mod.ExportedFunction("loop")
-	return s, func(ctx context.Context, n uint32) error {
-		_, err := fn.Call(ctx, uint64(n))
-		return err
-	}
+	return mod.ExportedFunction("loop")
 }
 
-// TestThin_Counts: each loop iteration counts down once, and the counter
-// starts over at Every when it runs out (where the stub exits to Go).
+// TestThin_Counts: each loop iteration counts the call's counter down
+// once, and the counter starts over at Every when it runs out (where the
+// stub exits to Go); each function of each instance counts on its own.
 func TestThin_Counts(t *testing.T) {
-	s, loop := setup(t)
+	rt := thinned(t)
 	ctx := context.Background()
-	if got := s.Left(); got != loopcheck.Every {
+	fn, other := loopFunc(t, rt), loopFunc(t, rt)
+	if got := loopcheck.Left(fn); got != loopcheck.Every {
 		t.Fatalf("left before any call = %d, want %d", got, loopcheck.Every)
 	}
-	if err := loop(ctx, 100); err != nil {
-		t.Fatal(err)
+	steps := []struct {
+		n    uint64
+		left int64
+	}{
+		{100, loopcheck.Every - 100},
+		{loopcheck.Every - 100 + 7, loopcheck.Every - 7}, // runs out, starts over, 7 more
+		{10*loopcheck.Every + 3, loopcheck.Every - 10},
 	}
-	if got := s.Left(); got != loopcheck.Every-100 {
-		t.Fatalf("left after 100 iterations = %d, want %d", got, loopcheck.Every-100)
+	for _, s := range steps {
+		if _, err := fn.Call(ctx, s.n); err != nil {
+			t.Fatal(err)
+		}
+		if got := loopcheck.Left(fn); got != s.left {
+			t.Fatalf("left after %d more iterations = %d, want %d", s.n, got, s.left)
+		}
 	}
-	// Every-100 more run it out: the check exits and starts over, then
-	// 7 more.
-	if err := loop(ctx, loopcheck.Every-100+7); err != nil {
-		t.Fatal(err)
-	}
-	if got := s.Left(); got != loopcheck.Every-7 {
-		t.Fatalf("left after running out = %d, want %d", got, loopcheck.Every-7)
-	}
-	if err := loop(ctx, 10*loopcheck.Every+3); err != nil {
-		t.Fatal(err)
-	}
-	if got := s.Left(); got != loopcheck.Every-10 {
-		t.Fatalf("left after ten rounds = %d, want %d", got, loopcheck.Every-10)
+	if got := loopcheck.Left(other); got != loopcheck.Every {
+		t.Errorf("another instance's counter = %d, want %d", got, loopcheck.Every)
 	}
 }
 
 // TestThin_StillStops: a guest looping for billions of iterations is
 // stopped when its context is done, through the checks that still exit.
 func TestThin_StillStops(t *testing.T) {
-	_, loop := setup(t)
+	fn := loopFunc(t, thinned(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err := loop(ctx, 0) // 0 - 1 wraps: 2^32 iterations
+	_, err := fn.Call(ctx, 0) // 0 - 1 wraps: 2^32 iterations
 	var exit *sys.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != sys.ExitCodeDeadlineExceeded {
 		t.Fatalf("err = %v, want the deadline's exit", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("stopped after %v", d)
+	}
+}
+
+// TestThin_RefusesThreads: a runtime with the threads feature could call
+// the trampoline whose slot holds the counters; it is left alone.
+func TestThin_RefusesThreads(t *testing.T) {
+	ctx := context.Background()
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().WithCoreFeatures(api.CoreFeaturesV2|experimental.CoreFeaturesThreads))
+	defer rt.Close(ctx)
+	if loopcheck.Thin(rt) {
+		t.Error("Thin took a runtime with threads")
 	}
 }

@@ -2,14 +2,14 @@
 
 package loopcheck
 
-import "github.com/tetratelabs/wazero"
-
-// Stub is an engine's check stub; there is none on this platform.
-type Stub struct{}
+import (
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+)
 
 // Thin does nothing on this platform: the loop checks exit to Go every
-// time, as wazero compiled them. It returns nil.
-func Thin(wazero.Runtime) *Stub { return nil }
+// time, as wazero compiled them. It reports false.
+func Thin(wazero.Runtime) bool { return false }
 
-// Left is how many loop iterations are left before the next exit to Go.
-func (*Stub) Left() int64 { return 0 }
+// Left is -1 on this platform.
+func Left(api.Function) int64 { return -1 }
