@@ -108,3 +108,32 @@ func TestThin_RefusesThreads(t *testing.T) {
 		t.Error("Thin took a runtime with threads")
 	}
 }
+
+// BenchmarkLoop: one loop iteration of a guest compiled with loop checks,
+// each check leaving for Go (wazero's) or counting down in the stub.
+func BenchmarkLoop(b *testing.B) {
+	for _, thin := range []bool{false, true} {
+		name := map[bool]string{false: "wazero", true: "stub"}[thin]
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(true))
+			defer rt.Close(ctx)
+			if thin && !loopcheck.Thin(rt) {
+				b.Skip("no stub on this platform")
+			}
+			mod, err := rt.Instantiate(ctx, countdown)
+			if err != nil {
+				b.Fatal(err)
+			}
+			fn := mod.ExportedFunction("loop")
+			const n = 1 << 16
+			b.ResetTimer()
+			for range b.N {
+				if _, err := fn.Call(ctx, n); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/iteration")
+		})
+	}
+}
