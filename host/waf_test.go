@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/host/exchange"
 	"github.com/sluicehq/sluice/host/exchange/exchangetest"
 	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/runtime/filtertest"
 )
 
 // syncBuffer is a log sink written by guest calls on several goroutines.
@@ -44,7 +46,7 @@ func (s *syncBuffer) take() string {
 
 // wafFilter starts the shipped waf filter with config; its guest log
 // lines go to the returned buffer.
-func wafFilter(t *testing.T, config string) (*runtime.Filter, *syncBuffer) {
+func wafFilter(t testing.TB, config string) (*runtime.Filter, *syncBuffer) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: the waf module takes seconds to compile")
@@ -273,5 +275,41 @@ site "*" {
 	// 980170 (the CRS's score report, phase 5).
 	if v := metricValue(t, admin, name); v != 3 {
 		t.Errorf("after a scanner's request %s = %v, want 3", name, v)
+	}
+}
+
+// BenchmarkWAF runs the request of make bench-waf (a GET of a page, with
+// the headers wrk sends there) through the waf filter, one at a time, at
+// paranoia 1 blocking and paranoia 4 detecting. cpu-ns/req is the
+// process's CPU time (all threads) per request.
+func BenchmarkWAF(b *testing.B) {
+	for _, c := range []struct{ name, config string }{
+		{"p1-block", `{"mode": "block", "paranoia": 1}`},
+		{"p4-detect", `{"mode": "detect", "paranoia": 4}`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			f, _ := wafFilter(b, c.config)
+			x := filtertest.NewExchange("GET", "/page.html", "Host", "bench.example", "User-Agent", "Mozilla/5.0 (X11; Linux x86_64) wrk", "Accept", "text/html", "Accept-Language", "en")
+			var ru0, ru1 syscall.Rusage
+			b.ReportAllocs()
+			syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+			b.ResetTimer()
+			for range b.N {
+				x.Reset("/page.html")
+				call, err := f.HandleRequest(x)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if call != nil {
+					if err := call.HandleResponse(x, false); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.StopTimer()
+			syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+			cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/req")
+		})
 	}
 }

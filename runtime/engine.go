@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluicehq/sluice/runtime/internal/abi"
 	"github.com/sluicehq/sluice/runtime/internal/interrupt"
+	"github.com/sluicehq/sluice/runtime/internal/loopcheck"
 	"github.com/sluicehq/sluice/runtime/internal/snapshot"
 )
 
@@ -128,6 +129,7 @@ func NewEngine(ctx context.Context, opts EngineOptions) (*Engine, error) {
 						WithCompilationCache(e.cache).
 						WithCloseOnContextDone(!opts.noDeadlines) // loop checks; see package interrupt
 	e.rt = wazero.NewRuntimeWithConfig(ctx, cfg)
+	loopcheck.Thin(e.rt) // most loop checks return at once; see package loopcheck
 	if _, err := abi.Instantiate(ctx, e.rt); err != nil {
 		_ = e.rt.Close(ctx)
 		return nil, fmt.Errorf("runtime: define %s: %w", abi.ModuleName, err)

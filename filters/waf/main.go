@@ -9,6 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 
@@ -124,7 +127,63 @@ func setup() error {
 	}
 	waf = w
 	chunk = make([]byte, 16<<10)
+	tuneGC()
 	return nil
+}
+
+// The guest collects its garbage itself, between requests: after a
+// request, once the requests since the last collection allocated
+// gcEvery bytes, it runs a whole collection at once (runtime.GC). The Go
+// runtime's own collector is concurrent: in Wasm, with one thread, a
+// cycle over the rule set's heap (tens of MiB) stretched over seconds of
+// requests, all of them paying for write barriers and for marking what
+// they allocated, and it left that garbage live until the next cycle.
+// The runtime's collector stays as a backstop, for a request that
+// allocates far more than usual: at gcHeadroom past the live heap, and
+// at gcSoftLimit in all (debug.SetMemoryLimit); both fit the default
+// memory of 256 MiB.
+const (
+	gcEvery     = 64 << 20
+	gcHeadroom  = 128 << 20
+	gcSoftLimit = 192 << 20
+)
+
+// allocs reads the bytes allocated so far.
+var allocs = []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+
+// allocated is allocs at the end of the last collection.
+var allocated uint64
+
+// tuneGC runs once the rules are parsed, at the end of the start-up that
+// the host snapshots: it collects the parse's garbage, so that every
+// instance made from the snapshot starts with a clean heap and no cycle
+// half done, and sets the backstop.
+func tuneGC() {
+	collect()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	pct := 100
+	if live := ms.HeapAlloc; live > 0 {
+		pct = int(min(max(uint64(gcHeadroom)*100/live, 100), 1000))
+	}
+	debug.SetGCPercent(pct)
+	debug.SetMemoryLimit(gcSoftLimit)
+}
+
+// collect runs a whole collection.
+func collect() {
+	runtime.GC()
+	metrics.Read(allocs)
+	allocated = allocs[0].Value.Uint64()
+}
+
+// collectIfDue collects once gcEvery bytes were allocated since the last
+// collection; it runs at the end of a request.
+func collectIfDue() {
+	metrics.Read(allocs)
+	if allocs[0].Value.Uint64()-allocated >= gcEvery {
+		collect()
+	}
 }
 
 // directives assembles the SecLang the WAF is built from.
@@ -184,6 +243,7 @@ func handle(req sluice.Request, resp sluice.Response) bool {
 	tx := waf.NewTransaction()
 	if tx.IsRuleEngineOff() {
 		tx.Close()
+		collectIfDue()
 		return true
 	}
 	if it := inspectRequest(tx, req); it != nil {
@@ -304,6 +364,7 @@ func finish(tx types.Transaction) {
 	if err := tx.Close(); err != nil && !errors.Is(err, fs.ErrClosed) {
 		sluice.Log(sluice.LevelError, "waf: close: "+err.Error())
 	}
+	collectIfDue()
 }
 
 func splitHostPort(addr string) (string, int) {

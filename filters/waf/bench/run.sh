@@ -13,7 +13,7 @@ secs=${1:-10}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 for t in wrk taskset; do command -v $t >/dev/null || { echo "bench-waf: $t not found" >&2; exit 3; }; done
-work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 pin_server=(taskset -c 0); pin_load=(taskset -c 1)
 if [ "$(nproc)" -lt 2 ]; then pin_server=(); pin_load=(); fi
 port=19101
