@@ -37,16 +37,8 @@ func New[T any](size int, stale func(T) bool) *Pool[T] {
 
 // Get takes an idle instance, waiting at most timeout.
 func (p *Pool[T]) Get(timeout time.Duration) (T, error) {
-	for {
-		select {
-		case v := <-p.idle:
-			if p.stale(v) {
-				continue
-			}
-			return v, nil
-		default:
-		}
-		break
+	if v, ok := p.TryGet(); ok {
+		return v, nil
 	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
@@ -63,6 +55,22 @@ func (p *Pool[T]) Get(timeout time.Duration) (T, error) {
 		case <-p.closed:
 			var zero T
 			return zero, ErrClosed
+		}
+	}
+}
+
+// TryGet takes an idle instance if there is one, without waiting.
+func (p *Pool[T]) TryGet() (T, bool) {
+	for {
+		select {
+		case v := <-p.idle:
+			if p.stale(v) {
+				continue
+			}
+			return v, true
+		default:
+			var zero T
+			return zero, false
 		}
 	}
 }
