@@ -785,15 +785,34 @@ type Call struct {
 // start plus any the guest enabled in handle_request.
 func (c *Call) Features() Features { return c.features }
 
+// Continues reports whether the guest continued to the next handler: a
+// Call from Request that is not the zero Call.
+func (c *Call) Continues() bool { return c.inst != nil }
+
 // HandleRequest runs the guest's handle_request. It returns a Call when
 // the guest continues to the next handler, and nil (and no error) when it
 // answered the request itself, in x. On error the request must be failed;
 // see the Err variables for which status to answer with.
 func (f *Filter) HandleRequest(x HTTP) (*Call, error) {
+	c, err := f.Request(x)
+	if err != nil || !c.Continues() {
+		return nil, err
+	}
+	p := new(Call)
+	*p = c
+	return p, nil
+}
+
+// Request is HandleRequest returning the Call by value, so that a caller
+// that keeps it in place allocates nothing (the host's chain keeps its
+// calls in an array on its stack). The Call is the zero Call, whose
+// Continues is false, when the guest answered the request or on error.
+// A copy of a Call must not be used once one copy finished.
+func (f *Filter) Request(x HTTP) (Call, error) {
 	start := mono()
 	g, err := f.acquire()
 	if err != nil {
-		return nil, f.finish(nil, nil, abi.PhaseRequest, OutcomeError, start, err)
+		return Call{}, f.finish(nil, nil, abi.PhaseRequest, OutcomeError, start, err)
 	}
 	span := f.startSpan(x.Context(), g, abi.PhaseRequest)
 	var inst *instance
@@ -807,9 +826,9 @@ func (f *Filter) HandleRequest(x HTTP) (*Call, error) {
 		if err != nil {
 			g.release()
 			if errors.Is(err, pool.ErrTimeout) {
-				return nil, f.finish(span, g, abi.PhaseRequest, OutcomeOverload, start, ErrOverload)
+				return Call{}, f.finish(span, g, abi.PhaseRequest, OutcomeOverload, start, ErrOverload)
 			}
-			return nil, f.finish(span, g, abi.PhaseRequest, OutcomeError, start, ErrClosed)
+			return Call{}, f.finish(span, g, abi.PhaseRequest, OutcomeError, start, ErrClosed)
 		}
 		if !inst.mu.TryLock() { // a response phase runs on it
 			inst.mu.Lock()
@@ -837,12 +856,12 @@ func (f *Filter) HandleRequest(x HTTP) (*Call, error) {
 		outcome, cause := f.classify(inst, callErr)
 		inst.mu.Unlock()
 		g.release()
-		return nil, f.finish(span, g, abi.PhaseRequest, outcome, start, cause)
+		return Call{}, f.finish(span, g, abi.PhaseRequest, outcome, start, cause)
 	}
-	var c *Call
+	var c Call
 	if next {
 		inst.outstanding++
-		c = &Call{f: f, g: g, inst: inst, reqCtx: uint32(ctxNext >> 32), features: features}
+		c = Call{f: f, g: g, inst: inst, reqCtx: uint32(ctxNext >> 32), features: features}
 	}
 	keep := !inst.retired.Load()
 	if keep && f.opts.Reset == ResetRequest {
@@ -860,17 +879,17 @@ func (f *Filter) HandleRequest(x HTTP) (*Call, error) {
 		// A body read the host stopped (over max_buffer, too slow) or
 		// that failed: the guest returned normally and its instance is
 		// back in the pool, but the request fails.
-		if c != nil {
+		if c.Continues() {
 			c.Release()
 		} else {
 			g.release()
 		}
-		return nil, f.finish(span, g, abi.PhaseRequest, bodyOutcome(endErr), start, endErr)
+		return Call{}, f.finish(span, g, abi.PhaseRequest, bodyOutcome(endErr), start, endErr)
 	}
-	if c == nil {
+	if !c.Continues() {
 		g.release()
 		f.finish(span, g, abi.PhaseRequest, OutcomeAnswered, start, nil)
-		return nil, nil
+		return Call{}, nil
 	}
 	f.finish(span, g, abi.PhaseRequest, OutcomeOK, start, nil)
 	return c, nil

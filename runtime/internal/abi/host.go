@@ -332,7 +332,7 @@ func headerArgs(inv *Invocation, mod api.Module, fn string, stack []uint64) (kin
 	if !validValue(v) {
 		trap("%s: header %q: value contains CR, LF or NUL", fn, n)
 	}
-	return kind, string(n), string(v)
+	return kind, inv.strings.str(n), inv.strings.str(v)
 }
 
 func setHeaderValue(ctx context.Context, mod api.Module, stack []uint64) {
@@ -368,10 +368,10 @@ func removeHeader(ctx context.Context, mod api.Module, stack []uint64) {
 	switch kind {
 	case HeaderRequest:
 		inv.mustBeforeNext(FuncRemoveHeader, "request headers")
-		inv.x.DelRequestHeader(string(name))
+		inv.x.DelRequestHeader(inv.strings.str(name))
 	case HeaderResponse:
 		inv.mustBeforeNextOr(FeatureBufferResponse, FuncRemoveHeader, "changing response headers")
-		n := string(name)
+		n := inv.strings.str(name)
 		inv.saveResponseHeader(n)
 		inv.x.DelResponseHeader(n)
 	default:

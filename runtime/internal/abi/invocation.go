@@ -92,6 +92,7 @@ type Invocation struct {
 
 	scratch []byte
 	spans   [][2]int
+	strings interner // header names and values the guest set
 }
 
 // Begin prepares a guest call for x in phase with the given features.
