@@ -65,6 +65,7 @@ type Engine struct {
 	cache  wazero.CompilationCache
 	log    *slog.Logger
 	tracer trace.Tracer
+	traced bool // a TracerProvider was given: calls look for a sampled span
 	obs    Observer
 	slow   time.Duration
 
@@ -100,6 +101,7 @@ func NewEngine(ctx context.Context, opts EngineOptions) (*Engine, error) {
 		e.slow = time.Second
 	}
 	tp := opts.TracerProvider
+	e.traced = tp != nil
 	if tp == nil {
 		tp = noop.NewTracerProvider()
 	}

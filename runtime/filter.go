@@ -814,7 +814,7 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 	if err != nil {
 		return Call{}, f.finish(nil, nil, abi.PhaseRequest, OutcomeError, start, err)
 	}
-	span := f.startSpan(x.Context(), g, abi.PhaseRequest)
+	span := f.startSpan(x, g, abi.PhaseRequest)
 	var inst *instance
 	now := start // when the guest call starts: later if it waited
 	for {
@@ -906,7 +906,7 @@ func (c *Call) HandleResponse(x HTTP, isError bool) error {
 	}
 	c.done = true
 	start := mono()
-	span := f.startSpan(x.Context(), c.g, abi.PhaseResponse)
+	span := f.startSpan(x, c.g, abi.PhaseResponse)
 	inst := c.inst
 	now := start // when the guest call starts: later if it waited
 	if !inst.mu.TryLock() {

@@ -3,7 +3,8 @@
 # response header) beside the same route without it, in one server:
 #   wrk --HTTP/1.1--> sluice (one core) --> static 3.4 KB file
 # The server runs on CPU 0, wrk on CPU 1 (with 2+ CPUs). Each round runs
-# the plain route, then the filtered one, against the same process; the
+# both routes against the same process (plain first in odd rounds,
+# filtered first in even ones, so that a drifting load cancels); the
 # table gives medians of requests per second and of the server's CPU time
 # per request (utime+stime from /proc), and the ratio filtered/plain
 # (issue 13: at least 0.90). PROFILE=PREFIX also records `perf` samples
@@ -85,22 +86,27 @@ one() { # one measured run of route $1: prints "RPS CPU_US"
 
 : >"$work/results"
 for i in $(seq "$rounds"); do
-	for r in plain filtered; do
-		echo "$r $(one $r)" >>"$work/results"
-		echo "filter-route: round $i $r: $(tail -1 "$work/results" | cut -d' ' -f2-) (req/s, CPU us/req)" >&2
+	order="plain filtered"
+	if [ $((i % 2)) = 0 ]; then order="filtered plain"; fi # ABBA: drift in the load cancels
+	for r in $order; do
+		echo "$i $r $(one $r)" >>"$work/results"
+		echo "filter-route: round $i $r: $(tail -1 "$work/results" | cut -d' ' -f3-) (req/s, CPU us/req)" >&2
 	done
 done
 kill "$pid"; wait "$pid" 2>/dev/null || true
 awk '
 function median(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
 	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-{ n[$1]++; rps[$1, n[$1]] = $2; cpu[$1, n[$1]] = $3; ratio[n[$1]] = $1 == "filtered" ? $2 / last : 0; last = $2 }
+{ rounds = $1 > rounds ? $1 : rounds; rps[$2, $1] = $3; cpu[$2, $1] = $4 }
 END {
-	for (s in n) { for (i = 1; i <= n[s]; i++) { r[i] = rps[s, i]; c[i] = cpu[s, i] }; mr[s] = median(r, n[s]); mc[s] = median(c, n[s]) }
-	for (i = 1; i <= n["filtered"]; i++) { q[i] = ratio[i]; line = line sprintf(" %.2f", ratio[i]) }
-	print "| route | req/s (median) | CPU per request | x plain |"
+	for (i = 1; i <= rounds; i++) {
+		p[i] = rps["plain", i]; f[i] = rps["filtered", i]; cp[i] = cpu["plain", i]; cf[i] = cpu["filtered", i]
+		q[i] = f[i] / p[i]; line = line sprintf(" %.2f", q[i])
+	}
+	mp = median(p, rounds); mf = median(f, rounds); mcp = median(cp, rounds); mcf = median(cf, rounds)
+	print "| route | req/s (median) | CPU per request (median) | req/s x plain |"
 	print "|---|--:|--:|--:|"
-	printf "| plain | %.0f | %.2f us | 1.00 |\n", mr["plain"], mc["plain"]
-	printf "| headers filter | %.0f | %.2f us | %.2f |\n", mr["filtered"], mc["filtered"], mr["filtered"] / mr["plain"]
-	printf "per round, filtered/plain:%s (median %.2f); extra CPU per request %.2f us\n", line, median(q, n["filtered"]), mc["filtered"] - mc["plain"]
+	printf "| plain | %.0f | %.2f us | 1.00 |\n", mp, mcp
+	printf "| headers filter | %.0f | %.2f us | %.2f |\n", mf, mcf, mf / mp
+	printf "filtered/plain per round:%s (median %.2f); CPU per request %.2f us more, %.2f x\n", line, median(q, rounds), mcf - mcp, mcf / mcp
 }' "$work/results"
