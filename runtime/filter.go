@@ -283,7 +283,7 @@ type generation struct {
 	f        *Filter
 	m        *Module
 	cfg      wazero.ModuleConfig
-	pool     *pool.Pool[*instance]
+	pool     *pool.Pool[instance]
 	refs     pool.Refs
 	retiring atomic.Bool
 	features Features
