@@ -17,7 +17,7 @@ rounds=${1:-4}; secs=${2:-5}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../../../.." && pwd)
 for t in wrk taskset curl; do command -v $t >/dev/null || { echo "filter-route: $t not found" >&2; exit 3; }; done
-work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 pin_server=(taskset -c 0); pin_load=(taskset -c 1)
 if [ "$(nproc)" -lt 2 ]; then pin_server=(); pin_load=(); fi
 port=${PORT:-19012}
