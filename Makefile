@@ -48,6 +48,10 @@ bench-peers: build ## sluice beside nginx and Caddy (../shared/bench/peers --qui
 bench-proxy-tls: ## end-to-end TLS reverse proxy beside nginx (needs nginx, wrk, taskset)
 	./host/proxy/testdata/e2etls/run.sh 3 8
 
+.PHONY: bench-filter-route
+bench-filter-route: ## a route with the headers filter beside the same route without it, one server (needs wrk, taskset, curl)
+	./host/chain/testdata/wrk/run.sh 4 $${BENCH_ROUTE_SECS:-5}
+
 .PHONY: bench-store
 bench-store: ## a global rate limit's cost: local buckets vs Redis under wrk (needs redis-server, wrk, taskset)
 	./conformance/store/testdata/wrk.sh 5 3

@@ -6,9 +6,10 @@
 //
 // The host builds one Engine per process and, per config generation, one
 // Filter per configured filter. For each request its filter chain calls
-// Filter.HandleRequest in declared order; a guest either answers (no
-// Call is returned; the response is already in the exchange) or continues
-// (a *Call is returned). After the native handler ran, the host calls
+// Filter.Request in declared order; a guest either answers (the zero Call
+// is returned; the response is already in the exchange) or continues (a
+// Call is returned, by value, so that the chain keeps it on its stack;
+// HandleRequest is the same returning a *Call). After the native handler ran, the host calls
 // Call.HandleResponse in reverse order, also when the handler failed
 // (isError), or Call.Release when it gives up on the request. A request
 // never compiles or instantiates anything: both happen in Compile,
@@ -27,10 +28,10 @@
 //     BodyBufferer, what an HTTP may add.
 //   - Engine (NewEngine, Compile, NewFilter, Close) and EngineOptions.
 //   - Module (Digest, Close): a compiled guest shared by digest.
-//   - Filter (HandleRequest, Features, Swap, Watch, Stats, Close),
+//   - Filter (Request, HandleRequest, Features, Swap, Watch, Stats, Close),
 //     FilterOptions, WASIOptions, FilterStats; Reset and its constants
 //     (when an instance goes back to the snapshot of the guest's start-up).
-//   - Call (HandleResponse, Release, Features).
+//   - Call (HandleResponse, Release, Features, Continues).
 //   - Features and its constants; Observer and the Outcome constants;
 //     the Err sentinel errors; SetupError, a guest that failed to start
 //     (NewFilter, Swap).

@@ -66,6 +66,7 @@ type Engine struct {
 	cache  wazero.CompilationCache
 	log    *slog.Logger
 	tracer trace.Tracer
+	traced bool // a TracerProvider was given: calls look for a sampled span
 	obs    Observer
 	slow   time.Duration
 
@@ -101,6 +102,7 @@ func NewEngine(ctx context.Context, opts EngineOptions) (*Engine, error) {
 		e.slow = time.Second
 	}
 	tp := opts.TracerProvider
+	e.traced = tp != nil
 	if tp == nil {
 		tp = noop.NewTracerProvider()
 	}

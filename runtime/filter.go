@@ -283,7 +283,7 @@ type generation struct {
 	f        *Filter
 	m        *Module
 	cfg      wazero.ModuleConfig
-	pool     *pool.Pool[*instance]
+	pool     *pool.Pool[instance]
 	refs     pool.Refs
 	retiring atomic.Bool
 	features Features
@@ -463,7 +463,7 @@ type instance struct {
 	mem         *memlimit.Memory
 	intr        interrupt.Instance // valid when g.m.detached
 	state       *snapshot.State    // nil when g.snap is
-	timer       *time.Timer
+	dl          deadline
 	done        chan struct{}
 	fired       atomic.Bool
 	expired     atomic.Bool // expire has run to its end
@@ -507,8 +507,7 @@ func (g *generation) instantiate(ctx context.Context, snap *snapEntry, take bool
 	// guest that long to return after its body ended early.
 	inst.inv.Reserve = f.opts.Timeout / 4
 	inst.mem = memlimit.New(uint64(f.opts.MemoryLimit))
-	inst.timer = time.AfterFunc(time.Hour, inst.expire)
-	inst.timer.Stop()
+	inst.dl.init(inst.expire)
 
 	cfg := g.cfg
 	if g.m.info.WASI && f.opts.WASI.Stdout == nil {
@@ -576,7 +575,7 @@ func (g *generation) instantiate(ctx context.Context, snap *snapEntry, take bool
 		pristine = inst.state.Pristine()
 	}
 	if start := g.m.info.Start; start != "" {
-		err, fired := inst.call(mod.ExportedFunction(start), nil, f.opts.InitTimeout)
+		err, fired := inst.call(mod.ExportedFunction(start), nil, mono(), f.opts.InitTimeout)
 		var exit *sys.ExitError
 		switch {
 		case fired:
@@ -709,25 +708,6 @@ func (inst *instance) expire() {
 	inst.expired.Store(true)
 }
 
-// call runs fn with a deadline timeout from now. It reports whether the
-// deadline fired (the instance can't be used again then). The timer is
-// the instance's own, so a call allocates nothing, starts no goroutine
-// and takes no lock another instance takes (see RATIONALE.md).
-func (inst *instance) call(fn api.Function, stack []uint64, timeout time.Duration) (err error, fired bool) {
-	inst.inv.Deadline = time.Now().Add(timeout)
-	inst.timer.Reset(timeout)
-	err = fn.CallWithStack(&inst.ctx, stack)
-	if !inst.timer.Stop() {
-		// expire has started: let it finish, so that nothing touches the
-		// module once the caller closes it.
-		for !inst.expired.Load() {
-			goruntime.Gosched()
-		}
-		fired = true
-	}
-	return err, fired || inst.fired.Load()
-}
-
 // closeModule closes the instance's module; it may have been interrupted.
 func (inst *instance) closeModule() error {
 	if inst.g.m.detached {
@@ -755,7 +735,7 @@ func (inst *instance) closeLocked() {
 		return
 	}
 	inst.closed = true
-	inst.timer.Stop()
+	inst.dl.stop()
 	_ = inst.closeModule()
 	inst.g.f.live.Add(-1)
 }
@@ -805,28 +785,55 @@ type Call struct {
 // start plus any the guest enabled in handle_request.
 func (c *Call) Features() Features { return c.features }
 
+// Continues reports whether the guest continued to the next handler: a
+// Call from Request that is not the zero Call.
+func (c *Call) Continues() bool { return c.inst != nil }
+
 // HandleRequest runs the guest's handle_request. It returns a Call when
 // the guest continues to the next handler, and nil (and no error) when it
 // answered the request itself, in x. On error the request must be failed;
 // see the Err variables for which status to answer with.
 func (f *Filter) HandleRequest(x HTTP) (*Call, error) {
-	start := time.Now()
+	c, err := f.Request(x)
+	if err != nil || !c.Continues() {
+		return nil, err
+	}
+	p := new(Call)
+	*p = c
+	return p, nil
+}
+
+// Request is HandleRequest returning the Call by value, so that a caller
+// that keeps it in place allocates nothing (the host's chain keeps its
+// calls in an array on its stack). The Call is the zero Call, whose
+// Continues is false, when the guest answered the request or on error.
+// A copy of a Call must not be used once one copy finished.
+func (f *Filter) Request(x HTTP) (Call, error) {
+	start := mono()
 	g, err := f.acquire()
 	if err != nil {
-		return nil, f.finish(nil, nil, abi.PhaseRequest, OutcomeError, start, err)
+		return Call{}, f.finish(nil, nil, abi.PhaseRequest, OutcomeError, start, err)
 	}
-	span := f.startSpan(x.Context(), g, abi.PhaseRequest)
+	span := f.startSpan(x, g, abi.PhaseRequest)
 	var inst *instance
+	now := start // when the guest call starts: later if it waited
 	for {
-		inst, err = g.pool.Get(f.opts.Timeout)
+		var ok bool
+		if inst, ok = g.pool.TryGet(); !ok {
+			inst, err = g.pool.Get(f.opts.Timeout)
+			now = mono()
+		}
 		if err != nil {
 			g.release()
 			if errors.Is(err, pool.ErrTimeout) {
-				return nil, f.finish(span, g, abi.PhaseRequest, OutcomeOverload, start, ErrOverload)
+				return Call{}, f.finish(span, g, abi.PhaseRequest, OutcomeOverload, start, ErrOverload)
 			}
-			return nil, f.finish(span, g, abi.PhaseRequest, OutcomeError, start, ErrClosed)
+			return Call{}, f.finish(span, g, abi.PhaseRequest, OutcomeError, start, ErrClosed)
 		}
-		inst.mu.Lock()
+		if !inst.mu.TryLock() { // a response phase runs on it
+			inst.mu.Lock()
+			now = mono()
+		}
 		if !inst.retired.Load() && !inst.mod.IsClosed() {
 			break
 		}
@@ -836,7 +843,7 @@ func (f *Filter) HandleRequest(x HTTP) (*Call, error) {
 
 	inst.inv.Begin(x, abi.PhaseRequest, g.features)
 	stack := inst.stack[:1]
-	callErr, fired := inst.call(inst.handleReq, stack, f.opts.Timeout)
+	callErr, fired := inst.call(inst.handleReq, stack, now, f.opts.Timeout)
 	ctxNext := stack[0]
 	next := callErr == nil && uint32(ctxNext) != 0
 	features := inst.inv.Features()
@@ -849,12 +856,12 @@ func (f *Filter) HandleRequest(x HTTP) (*Call, error) {
 		outcome, cause := f.classify(inst, callErr)
 		inst.mu.Unlock()
 		g.release()
-		return nil, f.finish(span, g, abi.PhaseRequest, outcome, start, cause)
+		return Call{}, f.finish(span, g, abi.PhaseRequest, outcome, start, cause)
 	}
-	var c *Call
+	var c Call
 	if next {
 		inst.outstanding++
-		c = &Call{f: f, g: g, inst: inst, reqCtx: uint32(ctxNext >> 32), features: features}
+		c = Call{f: f, g: g, inst: inst, reqCtx: uint32(ctxNext >> 32), features: features}
 	}
 	keep := !inst.retired.Load()
 	if keep && f.opts.Reset == ResetRequest {
@@ -872,17 +879,17 @@ func (f *Filter) HandleRequest(x HTTP) (*Call, error) {
 		// A body read the host stopped (over max_buffer, too slow) or
 		// that failed: the guest returned normally and its instance is
 		// back in the pool, but the request fails.
-		if c != nil {
+		if c.Continues() {
 			c.Release()
 		} else {
 			g.release()
 		}
-		return nil, f.finish(span, g, abi.PhaseRequest, bodyOutcome(endErr), start, endErr)
+		return Call{}, f.finish(span, g, abi.PhaseRequest, bodyOutcome(endErr), start, endErr)
 	}
-	if c == nil {
+	if !c.Continues() {
 		g.release()
 		f.finish(span, g, abi.PhaseRequest, OutcomeAnswered, start, nil)
-		return nil, nil
+		return Call{}, nil
 	}
 	f.finish(span, g, abi.PhaseRequest, OutcomeOK, start, nil)
 	return c, nil
@@ -898,10 +905,14 @@ func (c *Call) HandleResponse(x HTTP, isError bool) error {
 		return fmt.Errorf("filter %q: handle_response: %w", f.name, ErrCallDone)
 	}
 	c.done = true
-	start := time.Now()
-	span := f.startSpan(x.Context(), c.g, abi.PhaseResponse)
+	start := mono()
+	span := f.startSpan(x, c.g, abi.PhaseResponse)
 	inst := c.inst
-	inst.mu.Lock()
+	now := start // when the guest call starts: later if it waited
+	if !inst.mu.TryLock() {
+		inst.mu.Lock()
+		now = mono()
+	}
 	if inst.closed || inst.mod.IsClosed() { // a timeout on another call closed it
 		inst.outstanding--
 		inst.retireLocked()
@@ -919,7 +930,7 @@ func (c *Call) HandleResponse(x HTTP, isError bool) error {
 	if isError {
 		stack[1] = 1
 	}
-	callErr, fired := inst.call(inst.handleResp, stack, f.opts.Timeout)
+	callErr, fired := inst.call(inst.handleResp, stack, now, f.opts.Timeout)
 	endErr := inst.inv.End(false)
 	inst.outstanding--
 	if callErr != nil || fired {
@@ -1011,8 +1022,7 @@ func (f *Filter) classify(inst *instance, err error) (string, error) {
 
 // finish records an invocation: counters, observer, span, log. It returns
 // err wrapped with the filter and phase, or nil.
-func (f *Filter) finish(span trace.Span, g *generation, phase abi.Phase, outcome string, start time.Time, err error) error {
-	d := time.Since(start)
+func (f *Filter) finish(span trace.Span, g *generation, phase abi.Phase, outcome string, start int64, err error) error {
 	f.invocations.Add(1)
 	switch {
 	case err == nil:
@@ -1039,7 +1049,7 @@ func (f *Filter) finish(span trace.Span, g *generation, phase abi.Phase, outcome
 		f.log.Warn("filter invocation failed", attrs...)
 	}
 	if f.e.obs != nil {
-		f.e.obs.Invocation(f.name, phase.String(), outcome, d)
+		f.e.obs.Invocation(f.name, phase.String(), outcome, time.Duration(mono()-start))
 	}
 	if span != nil {
 		endSpan(span, outcome, err)

@@ -17,6 +17,49 @@ import (
 	"github.com/sluicehq/sluice/runtime/filtertest"
 )
 
+// TestFilter_Request: Request returns the Call by value; the zero Call
+// when the guest answered, one that finishes like HandleRequest's when it
+// continued.
+func TestFilter_Request(t *testing.T) {
+	tests := []struct {
+		guest     string
+		continues bool
+	}{
+		{"noop", true},
+		{"set_header", true},
+		{"answer", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.guest, func(t *testing.T) {
+			ev := newEnv(t)
+			f := ev.filter(t, tc.guest, runtime.FilterOptions{PoolSize: 1})
+			x := filtertest.NewExchange("GET", "/")
+			c, err := f.Request(x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Continues() != tc.continues {
+				t.Fatalf("Continues = %v, want %v", c.Continues(), tc.continues)
+			}
+			if !tc.continues {
+				if c != (runtime.Call{}) {
+					t.Errorf("Call = %+v, want the zero Call", c)
+				}
+				return
+			}
+			if err := c.HandleResponse(x, false); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.HandleResponse(x, false); !errors.Is(err, runtime.ErrCallDone) {
+				t.Errorf("second HandleResponse = %v, want ErrCallDone", err)
+			}
+			if s := f.Stats(); s.Invocations != 2 || s.Errors != 0 || s.Live != 1 {
+				t.Errorf("stats = %+v", s)
+			}
+		})
+	}
+}
+
 func TestFilter_Noop(t *testing.T) {
 	ev := newEnv(t)
 	f := ev.filter(t, "noop", runtime.FilterOptions{PoolSize: 2})

@@ -8,9 +8,11 @@ import (
 	"github.com/sluicehq/sluice/runtime"
 )
 
-// Filter is the part of *runtime.Filter the chain uses.
+// Filter is the part of *runtime.Filter the chain uses. Request returns
+// the Call by value: the chain keeps it in an array on its stack, so a
+// request through the chain allocates nothing for it.
 type Filter interface {
-	HandleRequest(x runtime.HTTP) (*runtime.Call, error)
+	Request(x runtime.HTTP) (runtime.Call, error)
 }
 
 // Chain is an exchange.Handler that runs filters around next.
@@ -30,15 +32,15 @@ func New(filters []Filter, next exchange.Handler) *Chain {
 
 // ServeExchange implements exchange.Handler.
 func (c *Chain) ServeExchange(x exchange.Exchange) error {
-	var inline [maxInline]*runtime.Call
+	var inline [maxInline]runtime.Call
 	calls := inline[:0]
 	for _, f := range c.filters {
-		call, err := f.HandleRequest(x)
+		call, err := f.Request(x)
 		if err != nil {
 			unwind(x, calls, true)
 			return filterError(err)
 		}
-		if call == nil { // the filter answered
+		if !call.Continues() { // the filter answered
 			return unwind(x, calls, false)
 		}
 		calls = append(calls, call)
@@ -56,7 +58,7 @@ func (c *Chain) ServeExchange(x exchange.Exchange) error {
 
 // unwind runs the response phases of calls in reverse order. It returns
 // the first failure, after giving every call its response phase.
-func unwind(x exchange.Exchange, calls []*runtime.Call, isError bool) error {
+func unwind(x exchange.Exchange, calls []runtime.Call, isError bool) error {
 	var first error
 	for i := len(calls) - 1; i >= 0; i-- {
 		if err := calls[i].HandleResponse(x, isError); err != nil && first == nil {

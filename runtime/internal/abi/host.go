@@ -288,20 +288,27 @@ func getHeaderValues(ctx context.Context, mod api.Module, stack []uint64) {
 		trap("%s: empty header name", FuncGetHeaderValues)
 	}
 	inv.scratch = inv.scratch[:0]
-	count := 0
-	collect := func(n, v []byte) {
-		if bytes.EqualFold(n, name) {
-			inv.scratch = append(append(inv.scratch, v...), 0)
-			count++
-		}
+	inv.visitName, inv.visitCount = name, 0
+	if inv.visit == nil { // bound once: a closure per call would be allocated per call
+		inv.visit = inv.collectHeader
 	}
 	switch kind {
 	case HeaderRequest:
-		inv.x.VisitRequestHeaders(collect)
+		inv.x.VisitRequestHeaders(inv.visit)
 	case HeaderResponse:
-		inv.x.VisitResponseHeaders(collect)
+		inv.x.VisitResponseHeaders(inv.visit)
 	}
+	count := inv.visitCount
+	inv.visitName = nil // guest memory: not kept past the call
 	stack[0] = writeList(mod, FuncGetHeaderValues, uint32(stack[3]), uint32(stack[4]), inv.scratch, count)
+}
+
+// collectHeader appends to scratch each value of the field visitName.
+func (inv *Invocation) collectHeader(n, v []byte) {
+	if bytes.EqualFold(n, inv.visitName) {
+		inv.scratch = append(append(inv.scratch, v...), 0)
+		inv.visitCount++
+	}
 }
 
 // headerArgs reads and checks the name and value of set/add_header_value.
@@ -332,7 +339,7 @@ func headerArgs(inv *Invocation, mod api.Module, fn string, stack []uint64) (kin
 	if !validValue(v) {
 		trap("%s: header %q: value contains CR, LF or NUL", fn, n)
 	}
-	return kind, string(n), string(v)
+	return kind, inv.strings.str(n), inv.strings.str(v)
 }
 
 func setHeaderValue(ctx context.Context, mod api.Module, stack []uint64) {
@@ -368,10 +375,10 @@ func removeHeader(ctx context.Context, mod api.Module, stack []uint64) {
 	switch kind {
 	case HeaderRequest:
 		inv.mustBeforeNext(FuncRemoveHeader, "request headers")
-		inv.x.DelRequestHeader(string(name))
+		inv.x.DelRequestHeader(inv.strings.str(name))
 	case HeaderResponse:
 		inv.mustBeforeNextOr(FeatureBufferResponse, FuncRemoveHeader, "changing response headers")
-		n := string(name)
+		n := inv.strings.str(name)
 		inv.saveResponseHeader(n)
 		inv.x.DelResponseHeader(n)
 	default:

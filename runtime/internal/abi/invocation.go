@@ -92,6 +92,13 @@ type Invocation struct {
 
 	scratch []byte
 	spans   [][2]int
+	strings interner // header names and values the guest set
+
+	// get_header_values: the field looked for, the values found, and
+	// collectHeader bound to inv.
+	visitName  []byte
+	visitCount int
+	visit      func(name, value []byte)
 }
 
 // Begin prepares a guest call for x in phase with the given features.
