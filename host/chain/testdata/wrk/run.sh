@@ -22,7 +22,11 @@ pin_server=(taskset -c 0); pin_load=(taskset -c 1)
 if [ "$(nproc)" -lt 2 ]; then pin_server=(); pin_load=(); fi
 port=${PORT:-19012}
 
-(cd "$root" && go build -o "$work/sluice" ./cmd/sluice)
+if [ -n "${SLUICE_BIN:-}" ]; then # another build, e.g. main's before a change
+  cp "$SLUICE_BIN" "$work/sluice"
+else
+  (cd "$root" && go build -o "$work/sluice" ./cmd/sluice)
+fi
 mkdir -p "$work/www"
 head -c 3400 /dev/zero | tr '\0' 'a' | fold -w 68 >"$work/www/index.html" # 3.4 KB, 50 lines
 cat >"$work/sluice.hcl" <<EOC
