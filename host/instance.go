@@ -166,20 +166,12 @@ func (i *Instance) engine(cfg *config.Config) (*runtime.Engine, error) {
 }
 
 func (i *Instance) apply(cfg *config.Config) error {
-	engine := func() (*runtime.Engine, error) { return i.engine(cfg) }
-	filters, closeFilters, err := generation.BuildFilters(cfg, engine, i.log)
-	if err != nil {
-		return err
-	}
 	d := i.deps
-	d.Filters = generation.ChainFor(filters)
+	d.Engine = func() (*runtime.Engine, error) { return i.engine(cfg) }
 	g, err := generation.Build(cfg, d)
 	if err != nil {
-		closeFilters()
 		return err
 	}
-	g.Closers = append(g.Closers, closeFilters)
-	g.Filters = filters
 	if err := i.srv.Apply(g); err != nil {
 		g.Close(i.log)
 		return err

@@ -17,14 +17,20 @@ import (
 	"github.com/sluicehq/sluice/host/respond"
 	"github.com/sluicehq/sluice/host/route"
 	"github.com/sluicehq/sluice/host/static"
+	"github.com/sluicehq/sluice/runtime"
 )
 
 // Deps are the long-lived parts a generation is built with: they outlive
 // generations (the Wasm engine, telemetry).
 type Deps struct {
 	Log *slog.Logger
-	// Filters builds the filter chain of a route; nil when the config has
-	// no filters. It is given the route's filter names in order.
+	// Engine returns the Wasm engine the config's filters compile with;
+	// Build calls it only when the config has filters and Filters is nil,
+	// and then builds them itself (BuildFilters) into g.Filters.
+	Engine func() (*runtime.Engine, error)
+	// Filters, when set, builds the filter chain of a route instead (tests
+	// put known handlers there). It is given the route's filter names in
+	// order.
 	Filters func(names []string, next exchange.Handler) (exchange.Handler, error)
 	// Proxy, when set, replaces the built-in proxy handler (tests use it
 	// to put a known handler behind a proxy route).
@@ -56,6 +62,15 @@ func Build(cfg *config.Config, d Deps) (_ *Generation, err error) {
 	}()
 	if err := checkStore(cfg, d.Log); err != nil {
 		return nil, err
+	}
+	if d.Filters == nil && d.Engine != nil {
+		filters, closeFilters, err := BuildFilters(cfg, d.Engine, d.Log)
+		if err != nil {
+			return nil, err
+		}
+		g.Closers = append(g.Closers, closeFilters)
+		g.Filters = filters
+		d.Filters = ChainFor(filters)
 	}
 	sitesByAddr := map[string][]*route.Site{}
 	for _, s := range cfg.Sites {
