@@ -24,5 +24,5 @@
 // It imports the handler packages below it and config; it knows nothing
 // of listeners or of the instance that swaps generations in: whatever
 // outlives a generation (the Wasm engine, telemetry) comes in through
-// Deps and BuildFilters's arguments.
+// Deps (Deps.Engine, Deps.Wrap, Deps.Upstream).
 package generation
