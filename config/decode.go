@@ -139,21 +139,8 @@ func (d *decoder) store(blk *hcl.Block) *Store {
 // clientTLS decodes the `tls {}` block of a connection sluice makes: to
 // an upstream, to the store.
 func (d *decoder) clientTLS(tb *hcl.Block) *UpstreamTLS {
-	x := d.content(tb.Body, "tls", tb.DefRange, []string{"ca", "server_name", "cert", "key", "insecure_skip_verify"})
 	t := &UpstreamTLS{}
-	d.file(x, "ca", &t.CA)
-	x.str("server_name", &t.ServerName)
-	d.file(x, "cert", &t.Cert)
-	d.file(x, "key", &t.Key)
-	if x.has("cert") != x.has("key") {
-		if x.has("cert") {
-			d.errorf(x.attrs["cert"].Range, "Certificate without key", "A client cert needs its key; add key = \"key.pem\".")
-		} else {
-			d.errorf(x.attrs["key"].Range, "Key without certificate", "A client key needs its cert; add cert = \"cert.pem\".")
-		}
-	}
-	x.boolean("insecure_skip_verify", &t.InsecureSkipVerify)
-	t.Range, t.CARange, t.CertRange, t.KeyRange = tb.DefRange, x.rng("ca"), x.rng("cert"), x.rng("key")
+	d.decodeBlock(tb, "tls", t)
 	return t
 }
 

@@ -403,25 +403,40 @@ type Route struct {
 func (r *Route) Handler() Block { return r.Blocks[r.Kind] }
 
 // UpstreamTLS is the `tls {}` block of a connection sluice makes: the
-// store's.
+// store's and a proxy's (host/proxy names it TLSOptions). One schema,
+// decoded from its tags (see Block), so the two cannot drift. TLS 1.2 is
+// the minimum.
 type UpstreamTLS struct {
-	// CA is a PEM bundle that replaces the system roots. HCL `ca`.
-	CA string `json:"ca"`
-	// ServerName overrides the name verified and sent in SNI. HCL
-	// `server_name`, default the upstream's host.
-	ServerName string `json:"server_name"`
-	// Cert and Key are a client certificate (both or neither). HCL
-	// `cert`, `key`.
-	Cert string `json:"cert"`
-	Key  string `json:"key"`
-	// InsecureSkipVerify disables certificate verification. HCL
-	// `insecure_skip_verify`, default false.
-	InsecureSkipVerify bool `json:"insecure_skip_verify"`
+	// CA is a PEM bundle that replaces the system roots.
+	CA string `json:"ca" hcl:"ca,file" type:"path" doc:"PEM bundle that replaces the system roots" default:"system roots"`
+	// ServerName overrides the name verified and sent in SNI; default
+	// the upstream's (or the store address's) host.
+	ServerName string `json:"server_name" hcl:"server_name" doc:"name verified and sent in SNI" default:"the upstream's host"`
+	// Cert and Key are a client certificate, for servers that require
+	// mutual TLS (both or neither).
+	Cert string `json:"cert" hcl:"cert,file" type:"path" doc:"client certificate; both or neither" default:"" row:"|cert|, |key|"`
+	Key  string `json:"key" hcl:"key,file" row:"-"`
+	// InsecureSkipVerify disables certificate verification. Only for
+	// tests.
+	InsecureSkipVerify bool `json:"insecure_skip_verify" hcl:"insecure_skip_verify" doc:"do not verify the upstream's certificate"`
 	// Range is the `tls` block's header; CARange, CertRange and KeyRange
 	// are the values of `ca`, `cert` and `key` (the header when absent):
-	// a file that cannot be used when the proxy is built is reported
+	// a file that cannot be used when the handler is built is reported
 	// there.
-	Range, CARange, CertRange, KeyRange hcl.Range `json:"-"`
+	Range     hcl.Range `json:"-" hcl:",range"`
+	CARange   hcl.Range `json:"-" hcl:"ca,range"`
+	CertRange hcl.Range `json:"-" hcl:"cert,range"`
+	KeyRange  hcl.Range `json:"-" hcl:"key,range"`
+}
+
+// DecodeHCL checks that cert and key come together.
+func (t *UpstreamTLS) DecodeHCL(b *Body) {
+	switch {
+	case b.Has("cert") && !b.Has("key"):
+		b.Errorf(b.AttrRange("cert"), "Certificate without key", "A client cert needs its key; add key = \"key.pem\".")
+	case b.Has("key") && !b.Has("cert"):
+		b.Errorf(b.AttrRange("key"), "Key without certificate", "A client key needs its cert; add cert = \"cert.pem\".")
+	}
 }
 
 // Store is the `store "redis" {}` block: a Redis server that several

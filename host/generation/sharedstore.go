@@ -19,10 +19,7 @@ func sharedStore(cfg *config.Config) (*store.Store, error) {
 	if c == nil {
 		return nil, nil
 	}
-	o := store.Options{Address: c.Address, Username: c.Username, Password: c.Password, Prefix: c.Prefix, Timeout: c.Timeout}
-	if t := c.TLS; t != nil {
-		o.TLS = &store.TLSOptions{CAFile: t.CA, ServerName: t.ServerName, CertFile: t.Cert, KeyFile: t.Key, InsecureSkipVerify: t.InsecureSkipVerify}
-	}
+	o := store.Options{Address: c.Address, Username: c.Username, Password: c.Password, Prefix: c.Prefix, Timeout: c.Timeout, TLS: c.TLS}
 	return store.Open(o)
 }
 

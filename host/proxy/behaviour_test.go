@@ -117,11 +117,11 @@ func TestTLSBackend(t *testing.T) {
 	t.Cleanup(srv.Close)
 	ups := []proxy.Upstream{{URL: srv.URL}}
 
-	good := newProxy(t, proxy.Options{Upstreams: ups, TLS: &proxy.TLSOptions{CAFile: p.caFile, ServerName: "backend.test"}})
-	mtls := newProxy(t, proxy.Options{Upstreams: ups, TLS: &proxy.TLSOptions{CAFile: p.caFile, ServerName: "backend.test",
-		CertFile: p.clientCert, KeyFile: p.clientKey}})
+	good := newProxy(t, proxy.Options{Upstreams: ups, TLS: &proxy.TLSOptions{CA: p.caFile, ServerName: "backend.test"}})
+	mtls := newProxy(t, proxy.Options{Upstreams: ups, TLS: &proxy.TLSOptions{CA: p.caFile, ServerName: "backend.test",
+		Cert: p.clientCert, Key: p.clientKey}})
 	untrusted := newProxy(t, proxy.Options{Upstreams: ups})
-	wrongName := newProxy(t, proxy.Options{Upstreams: ups, TLS: &proxy.TLSOptions{CAFile: p.caFile, ServerName: "other.test"}})
+	wrongName := newProxy(t, proxy.Options{Upstreams: ups, TLS: &proxy.TLSOptions{CA: p.caFile, ServerName: "other.test"}})
 	insecure := newProxy(t, proxy.Options{Upstreams: ups, TLS: &proxy.TLSOptions{InsecureSkipVerify: true}})
 	cases := []struct {
 		name   string
@@ -895,7 +895,7 @@ func TestNew(t *testing.T) {
 		{Upstreams: []proxy.Upstream{{URL: "http://x:1"}}, Balance: "fastest"},
 		{Upstreams: []proxy.Upstream{{URL: "http://x:1"}}, Balance: "header_hash"},
 		{Upstreams: []proxy.Upstream{{URL: "http://x:1"}}, HostHeader: "not a host"},
-		{Upstreams: []proxy.Upstream{{URL: "http://x:1"}}, TLS: &proxy.TLSOptions{CAFile: "/nonexistent"}},
+		{Upstreams: []proxy.Upstream{{URL: "http://x:1"}}, TLS: &proxy.TLSOptions{CA: "/nonexistent"}},
 		{Upstreams: []proxy.Upstream{{URL: "http://x:1"}}, Health: &proxy.HealthCheck{}},
 		{Upstreams: []proxy.Upstream{{URL: "http://x:1"}}, HeaderUp: &proxy.HeaderOps{Set: map[string]string{"X": "a\r\nb"}}},
 	}

@@ -76,16 +76,6 @@ func (h *HealthCheck) DecodeHCL(b *config.Body) {
 	}
 }
 
-// DecodeHCL checks that cert and key come together.
-func (t *TLSOptions) DecodeHCL(b *config.Body) {
-	switch {
-	case b.Has("cert") && !b.Has("key"):
-		b.Errorf(b.AttrRange("cert"), "Certificate without key", "A client cert needs its key; add key = \"key.pem\".")
-	case b.Has("key") && !b.Has("cert"):
-		b.Errorf(b.AttrRange("key"), "Key without certificate", "A client key needs its cert; add cert = \"cert.pem\".")
-	}
-}
-
 // checkHostHeader accepts "upstream", "keep" (or "", the default) and a
 // host name, with or without a port.
 func checkHostHeader(hh string) error {

@@ -115,7 +115,7 @@ func TestHTTP2OverTLS(t *testing.T) {
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	p := newProxy(t, proxy.Options{Upstreams: []proxy.Upstream{{URL: srv.URL}}, HTTP2: true,
-		TLS: &proxy.TLSOptions{CAFile: pk.caFile, ServerName: "backend.test"}})
+		TLS: &proxy.TLSOptions{CA: pk.caFile, ServerName: "backend.test"}})
 	engines(t, p, func(t *testing.T, e exchangetest.Engine) {
 		resp, body := get(t, e, "/")
 		if resp.StatusCode != 200 || body != "HTTP/2.0 "+strings.TrimPrefix(srv.URL, "https://") {

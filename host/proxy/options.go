@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/hcl/v2"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/host/internal/pemfile"
 	"github.com/sluicehq/sluice/host/proxy/internal/balance"
 )
@@ -202,30 +202,9 @@ type Passive struct {
 	CoolDown time.Duration `hcl:"fail_timeout,positive" doc:"how long an upstream taken out sits out"`
 }
 
-// TLSOptions configure connections to https:// upstreams. TLS 1.2 is the
-// minimum.
-type TLSOptions struct {
-	// CAFile is a PEM bundle of roots to verify upstreams with, instead of
-	// the system roots (config `ca`).
-	CAFile string `hcl:"ca,file" type:"path" doc:"PEM bundle that replaces the system roots" default:"system roots"`
-	// ServerName is sent as SNI and verified; default the upstream's host.
-	ServerName string `hcl:"server_name" doc:"name verified and sent in SNI" default:"the upstream's host"`
-	// CertFile and KeyFile are a client certificate, for upstreams that
-	// require mutual TLS (config `cert`, `key`).
-	CertFile string `hcl:"cert,file" type:"path" doc:"client certificate; both or neither" default:"" row:"|cert|, |key|"`
-	KeyFile  string `hcl:"key,file" row:"-"`
-	// InsecureSkipVerify turns off verification of the upstream's
-	// certificate. Only for tests.
-	InsecureSkipVerify bool `hcl:"insecure_skip_verify" doc:"do not verify the upstream's certificate"`
-
-	// Range is the block's header; CARange, CertRange and KeyRange are
-	// the values of ca, cert and key (the header when absent): a file
-	// that cannot be used is reported there.
-	Range     hcl.Range `hcl:",range"`
-	CARange   hcl.Range `hcl:"ca,range"`
-	CertRange hcl.Range `hcl:"cert,range"`
-	KeyRange  hcl.Range `hcl:"key,range"`
-}
+// TLSOptions configure connections to https:// upstreams: the client
+// TLS block the store shares (config.UpstreamTLS, one schema for both).
+type TLSOptions = config.UpstreamTLS
 
 // HeaderOps edit a set of headers: the header_up and header_down blocks.
 type HeaderOps struct {
@@ -431,15 +410,15 @@ func (o *Options) tlsConfig(alpn []string) (*tls.Config, error) {
 	}
 	c.ServerName = t.ServerName
 	c.InsecureSkipVerify = t.InsecureSkipVerify
-	if t.CAFile != "" {
-		pool, _, err := pemfile.CertPool("ca", t.CAFile)
+	if t.CA != "" {
+		pool, _, err := pemfile.CertPool("ca", t.CA)
 		if err != nil {
 			return nil, fmt.Errorf("tls: %w", err)
 		}
 		c.RootCAs = pool
 	}
-	if t.CertFile != "" || t.KeyFile != "" {
-		cert, err := pemfile.KeyPair(t.CertFile, t.KeyFile)
+	if t.Cert != "" || t.Key != "" {
+		cert, err := pemfile.KeyPair(t.Cert, t.Key)
 		if err != nil {
 			return nil, fmt.Errorf("tls: %w", err)
 		}
@@ -449,8 +428,8 @@ func (o *Options) tlsConfig(alpn []string) (*tls.Config, error) {
 }
 
 // FileError is a file of TLSOptions that cannot be used. Attr names the
-// file as the config does: "ca" (CAFile), "cert" (CertFile) or "key"
-// (KeyFile), so that the caller can point at the attribute.
+// file as the config does ("ca", "cert" or "key"), so that the caller can
+// point at the attribute.
 type FileError = pemfile.Error
 
 // idempotent reports whether a method is idempotent (RFC 9110, section

@@ -4,18 +4,19 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/host/internal/pemfile"
 )
 
 // Options is one `store "redis" {}` block.
@@ -32,17 +33,9 @@ type Options struct {
 	Timeout time.Duration
 }
 
-// TLSOptions is the store's `tls {}` block.
-type TLSOptions struct {
-	// CAFile replaces the system roots when set.
-	CAFile string
-	// ServerName is verified and sent in SNI; "" means the address's host.
-	ServerName string
-	// CertFile and KeyFile are a client certificate (both or neither).
-	CertFile, KeyFile string
-	// InsecureSkipVerify turns verification off.
-	InsecureSkipVerify bool
-}
+// TLSOptions is the store's `tls {}` block: the client TLS block the
+// proxy shares (config.UpstreamTLS, one schema for both).
+type TLSOptions = config.UpstreamTLS
 
 // Store is a connection pool to one Redis server, with sluice's keys
 // under one prefix. It is safe for concurrent use.
@@ -89,7 +82,7 @@ func Open(o Options) (*Store, error) {
 		Protocol:        2,
 	}
 	if o.TLS != nil {
-		tc, err := o.TLS.config(o.Address)
+		tc, err := clientTLS(o.TLS, o.Address)
 		if err != nil {
 			return nil, fmt.Errorf("store %q: %w", o.Address, err)
 		}
@@ -103,28 +96,24 @@ func Open(o Options) (*Store, error) {
 	return s, nil
 }
 
-func (t *TLSOptions) config(addr string) (*tls.Config, error) {
+func clientTLS(t *TLSOptions, addr string) (*tls.Config, error) {
 	c := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify}
 	if c.ServerName == "" {
 		if h, _, err := net.SplitHostPort(addr); err == nil {
 			c.ServerName = h
 		}
 	}
-	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
+	if t.CA != "" {
+		pool, _, err := pemfile.CertPool("ca", t.CA)
 		if err != nil {
-			return nil, fmt.Errorf("tls: ca: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("tls: ca %q: no certificates", t.CAFile)
+			return nil, fmt.Errorf("tls: %w", err)
 		}
 		c.RootCAs = pool
 	}
-	if t.CertFile != "" || t.KeyFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	if t.Cert != "" || t.Key != "" {
+		cert, err := pemfile.KeyPair(t.Cert, t.Key)
 		if err != nil {
-			return nil, fmt.Errorf("tls: client certificate: %w", err)
+			return nil, fmt.Errorf("tls: %w", err)
 		}
 		c.Certificates = []tls.Certificate{cert}
 	}

@@ -179,8 +179,8 @@ func TestAuthAndTLS(t *testing.T) {
 		tls      *TLSOptions
 		ok       bool
 	}{
-		{"tls and the right password", "sluice", "s3cret", &TLSOptions{CAFile: caPath}, true},
-		{"a wrong password", "sluice", "nope", &TLSOptions{CAFile: caPath}, false},
+		{"tls and the right password", "sluice", "s3cret", &TLSOptions{CA: caPath}, true},
+		{"a wrong password", "sluice", "nope", &TLSOptions{CA: caPath}, false},
 		{"an untrusted server", "sluice", "s3cret", &TLSOptions{}, false},
 		{"plain TCP to a TLS server", "sluice", "s3cret", nil, false},
 	}
