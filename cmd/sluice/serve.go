@@ -135,8 +135,14 @@ func run(opts host.InstanceOptions, log *slog.Logger) int {
 		log.Warn("inherited sockets", "error", err)
 	}
 	opts.Sockets = socks
+	// Signals are ours before the first listener serves: a SIGINT or
+	// SIGTERM sent once a request was answered must drain, not kill (the
+	// default action) in the window before run reaches its loop.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1, syscall.SIGUSR2)
 	inst, err := host.Start(opts)
 	if err != nil {
+		signal.Stop(sigs)
 		var de *host.DiagnosticsError
 		if errors.As(err, &de) {
 			fmt.Fprint(os.Stderr, de.Error())
@@ -148,8 +154,6 @@ func run(opts host.InstanceOptions, log *slog.Logger) int {
 		return 1
 	}
 	trimStartup()
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1, syscall.SIGUSR2)
 	if err := pidFile.write(); err != nil {
 		log.Warn("pid file", "error", err)
 	}
