@@ -403,27 +403,15 @@ func parseTarget(raw string) (target, error) {
 
 // tlsConfig builds the client TLS configuration for upstreams.
 func (o *Options) tlsConfig(alpn []string) (*tls.Config, error) {
-	c := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: alpn}
 	t := o.TLS
 	if t == nil {
-		return c, nil
+		return &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: alpn}, nil
 	}
-	c.ServerName = t.ServerName
-	c.InsecureSkipVerify = t.InsecureSkipVerify
-	if t.CA != "" {
-		pool, _, err := pemfile.CertPool("ca", t.CA)
-		if err != nil {
-			return nil, fmt.Errorf("tls: %w", err)
-		}
-		c.RootCAs = pool
+	c, err := pemfile.Client(t.CA, t.Cert, t.Key)
+	if err != nil {
+		return nil, err
 	}
-	if t.Cert != "" || t.Key != "" {
-		cert, err := pemfile.KeyPair(t.Cert, t.Key)
-		if err != nil {
-			return nil, fmt.Errorf("tls: %w", err)
-		}
-		c.Certificates = []tls.Certificate{cert}
-	}
+	c.NextProtos, c.ServerName, c.InsecureSkipVerify = alpn, t.ServerName, t.InsecureSkipVerify
 	return c, nil
 }
 

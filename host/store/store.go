@@ -97,25 +97,15 @@ func Open(o Options) (*Store, error) {
 }
 
 func clientTLS(t *TLSOptions, addr string) (*tls.Config, error) {
-	c := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify}
+	c, err := pemfile.Client(t.CA, t.Cert, t.Key)
+	if err != nil {
+		return nil, err
+	}
+	c.ServerName, c.InsecureSkipVerify = t.ServerName, t.InsecureSkipVerify
 	if c.ServerName == "" {
 		if h, _, err := net.SplitHostPort(addr); err == nil {
 			c.ServerName = h
 		}
-	}
-	if t.CA != "" {
-		pool, _, err := pemfile.CertPool("ca", t.CA)
-		if err != nil {
-			return nil, fmt.Errorf("tls: %w", err)
-		}
-		c.RootCAs = pool
-	}
-	if t.Cert != "" || t.Key != "" {
-		cert, err := pemfile.KeyPair(t.Cert, t.Key)
-		if err != nil {
-			return nil, fmt.Errorf("tls: %w", err)
-		}
-		c.Certificates = []tls.Certificate{cert}
 	}
 	return c, nil
 }

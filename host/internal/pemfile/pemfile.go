@@ -1,8 +1,9 @@
 // Package pemfile loads the PEM files a config names (a certificate and
 // its key, a CA bundle) and, when one cannot be used, says which config
 // attribute is at fault, so that `sluice validate` and serve point at it.
-// host/tlsconf (site certificates, client CAs) and host/proxy (upstream
-// CA, client certificate) both load through it.
+// host/tlsconf (site certificates, client CAs), host/proxy (upstream CA,
+// client certificate) and host/store (the same, toward Redis: Client)
+// load through it.
 //
 // Where it sits on the request path: nowhere; files are loaded when a
 // generation is built, and when tlsconf reloads a changed certificate. It
@@ -78,4 +79,28 @@ func hasCertificate(b []byte) bool {
 			return true
 		}
 	}
+}
+
+// Client is the TLS configuration of a connection sluice makes (to a
+// proxy's upstream, to the store): TLS 1.2 at least, the roots of the CA
+// bundle caFile when set (else the system's), and the client certificate
+// certFile and keyFile when set. The caller adds the server name and
+// what else is its own.
+func Client(caFile, certFile, keyFile string) (*tls.Config, error) {
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pool, _, err := CertPool("ca", caFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+		c.RootCAs = pool
+	}
+	if certFile != "" || keyFile != "" {
+		cert, err := KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+		c.Certificates = []tls.Certificate{cert}
+	}
+	return c, nil
 }
