@@ -34,6 +34,20 @@ func main() {
 		engine = "DetectionOnly"
 	}
 	logger := log.New(os.Stderr, "", log.LstdFlags)
+	waf, err := newWAF(*paranoia, engine, func(r types.MatchedRule) {
+		logger.Print("waf: rule " + strconv.Itoa(r.Rule().ID()) + " matched: " + r.ErrorLog())
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, *file) })
+	log.Fatal(http.ListenAndServe(*addr, txhttp.WrapHandler(waf, page)))
+}
+
+// newWAF is Coraza with the CRS at paranoia p and SecRuleEngine engine
+// ("On" or "DetectionOnly"), set up as the waf filter sets it up; onMatch,
+// when not nil, is called for each matched rule.
+func newWAF(p int, engine string, onMatch func(types.MatchedRule)) (coraza.WAF, error) {
 	d := fmt.Sprintf(`SecRuleEngine %s
 SecRequestBodyLimitAction ProcessPartial
 SecResponseBodyLimitAction ProcessPartial
@@ -43,17 +57,13 @@ Include @crs-setup.conf.example
 SecDefaultAction "phase:3,log,auditlog,pass"
 SecDefaultAction "phase:4,log,auditlog,pass"
 Include @owasp_crs/*.conf
-`, engine, *paranoia, *paranoia)
-	waf, err := coraza.NewWAF(coraza.NewWAFConfig().
+`, engine, p, p)
+	cfg := coraza.NewWAFConfig().
 		WithRootFS(coreruleset.FS).
 		WithRequestBodyAccess().WithRequestBodyLimit(128 << 10).WithRequestBodyInMemoryLimit(128 << 10).
-		WithErrorCallback(func(r types.MatchedRule) {
-			logger.Print("waf: rule " + strconv.Itoa(r.Rule().ID()) + " matched: " + r.ErrorLog())
-		}).
-		WithDirectives(d))
-	if err != nil {
-		log.Fatal(err)
+		WithDirectives(d)
+	if onMatch != nil {
+		cfg = cfg.WithErrorCallback(onMatch)
 	}
-	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, *file) })
-	log.Fatal(http.ListenAndServe(*addr, txhttp.WrapHandler(waf, page)))
+	return coraza.NewWAF(cfg)
 }

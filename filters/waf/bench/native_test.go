@@ -2,13 +2,7 @@
 
 package main
 
-import (
-	"fmt"
-	"testing"
-
-	"github.com/corazawaf/coraza-coreruleset/v4"
-	"github.com/corazawaf/coraza/v3"
-)
+import "testing"
 
 // BenchmarkNative runs the request of make bench-waf (a GET of a page,
 // with the headers wrk sends there) through Coraza and the CRS natively,
@@ -21,15 +15,7 @@ func BenchmarkNative(b *testing.B) {
 }
 
 func benchNative(b *testing.B, p int, engine string) {
-	d := fmt.Sprintf(`SecRuleEngine %s
-SecRequestBodyLimitAction ProcessPartial
-SecResponseBodyLimitAction ProcessPartial
-SecAction "id:900000,phase:1,pass,t:none,nolog,setvar:tx.blocking_paranoia_level=%d"
-SecAction "id:900001,phase:1,pass,t:none,nolog,setvar:tx.detection_paranoia_level=%d"
-Include @crs-setup.conf.example
-Include @owasp_crs/*.conf
-`, engine, p, p)
-	waf, err := coraza.NewWAF(coraza.NewWAFConfig().WithRootFS(coreruleset.FS).WithRequestBodyAccess().WithRequestBodyLimit(128 << 10).WithDirectives(d))
+	waf, err := newWAF(p, engine, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
