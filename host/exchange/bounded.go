@@ -65,8 +65,7 @@ func (x *stdExchange) BufferBodyLimit(limit int64, deadline time.Time) (bool, er
 	if x.r.Method == http.MethodHead {
 		return true, nil
 	}
-	src := BodySource{File: x.file, Off: x.fileOff, N: x.fileN, Stream: x.streamFn, Reader: x.reader, Size: x.streamSize}
-	b, fits, ok, err := src.Buffer(limit, deadline)
+	b, fits, ok, err := x.src.Buffer(limit, deadline)
 	if !ok {
 		return true, nil
 	}

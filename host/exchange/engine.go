@@ -64,6 +64,21 @@ type BodySource struct {
 	Size   int64
 }
 
+// Pending reports whether a body is set and not read yet.
+func (s *BodySource) Pending() bool { return s.File != nil || s.Stream != nil || s.Reader != nil }
+
+// Release closes what is set (the file; the reader when it is an
+// io.Closer) and clears s, so that nothing is sent or closed twice.
+func (s *BodySource) Release() {
+	if s.File != nil {
+		_ = s.File.Close()
+	}
+	if s.Reader != nil {
+		_ = closeReader(s.Reader)
+	}
+	*s = BodySource{}
+}
+
 // Buffer reads the body into memory under the rules of BufferBodyLimit:
 // at most limit bytes (none when negative), the reads or writes refused
 // once deadline (when not zero) has passed; a file is read whatever the

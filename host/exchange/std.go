@@ -27,12 +27,7 @@ type stdExchange struct {
 	status int
 	body   bytes.Buffer
 
-	file           *os.File
-	fileOff, fileN int64
-
-	streamFn   func(StreamWriter) error
-	streamSize int64
-	reader     io.Reader // SendReader's body; streamSize is its size
+	src BodySource // SendFile's, Stream's or SendReader's body, not read yet
 
 	upgraded bool
 	conn     // the client address the front door decided (conn.go)
@@ -128,12 +123,7 @@ func (p *h3Peek) Read(b []byte) (int, error) {
 func (p *h3Peek) Close() error { return p.body.Close() }
 
 func (x *stdExchange) reset() {
-	if x.file != nil {
-		x.file.Close()
-	}
-	if x.reader != nil {
-		closeReader(x.reader)
-	}
+	x.src.Release()
 	body := x.body
 	body.Reset()
 	*x = stdExchange{body: body}
@@ -151,45 +141,45 @@ func (x *stdExchange) commit() {
 	head := x.r.Method == http.MethodHead
 	allowed := bodyAllowed(x.status)
 	switch {
-	case x.file != nil:
-		f := x.file
-		x.file = nil
+	case x.src.File != nil:
+		f := x.src.File
+		x.src.File = nil
 		defer f.Close()
 		if allowed {
-			h.Set("Content-Length", strconv.FormatInt(x.fileN, 10))
+			h.Set("Content-Length", strconv.FormatInt(x.src.N, 10))
 		}
 		x.w.WriteHeader(x.status)
 		if head || !allowed {
 			return
 		}
-		if _, err := f.Seek(x.fileOff, io.SeekStart); err != nil {
+		if _, err := f.Seek(x.src.Off, io.SeekStart); err != nil {
 			return
 		}
 		// CopyN wraps f in an io.LimitedReader, which net/http's
 		// ReadFrom hands to sendfile.
-		_, _ = io.CopyN(x.w, f, x.fileN)
-	case x.reader != nil:
-		r := x.reader
-		x.reader = nil
+		_, _ = io.CopyN(x.w, f, x.src.N)
+	case x.src.Reader != nil:
+		r := x.src.Reader
+		x.src.Reader = nil
 		defer closeReader(r)
-		if x.streamSize >= 0 && allowed {
-			h.Set("Content-Length", strconv.FormatInt(x.streamSize, 10))
+		if x.src.Size >= 0 && allowed {
+			h.Set("Content-Length", strconv.FormatInt(x.src.Size, 10))
 		}
 		x.w.WriteHeader(x.status)
 		if head || !allowed {
 			return
 		}
-		x.copyReader(r, x.streamSize)
-	case x.streamFn != nil:
-		if x.streamSize >= 0 && allowed {
-			h.Set("Content-Length", strconv.FormatInt(x.streamSize, 10))
+		x.copyReader(r, x.src.Size)
+	case x.src.Stream != nil:
+		if x.src.Size >= 0 && allowed {
+			h.Set("Content-Length", strconv.FormatInt(x.src.Size, 10))
 		}
 		x.w.WriteHeader(x.status)
 		if head || !allowed {
 			return
 		}
 		fl, _ := x.w.(http.Flusher)
-		_ = x.streamFn(stdStreamWriter{x.w, fl})
+		_ = x.src.Stream(stdStreamWriter{x.w, fl})
 	default:
 		if allowed {
 			h.Set("Content-Length", strconv.Itoa(x.body.Len()))
@@ -441,40 +431,32 @@ func (x *stdExchange) SetBody(p []byte) {
 	x.body.Write(p)
 }
 func (x *stdExchange) Write(p []byte) (int, error) {
-	if x.file != nil || x.streamFn != nil || x.reader != nil {
+	if x.src.Pending() {
 		x.ResetBody()
 	}
 	return x.body.Write(p)
 }
 func (x *stdExchange) SendFile(f *os.File, off, n int64) {
 	x.ResetBody()
-	x.file, x.fileOff, x.fileN = f, off, n
+	x.src.File, x.src.Off, x.src.N = f, off, n
 }
 func (x *stdExchange) Stream(size int64, fn func(w StreamWriter) error) {
 	x.ResetBody()
-	x.streamFn, x.streamSize = fn, size
+	x.src.Stream, x.src.Size = fn, size
 }
 func (x *stdExchange) SendReader(r io.Reader, size int64) {
 	x.ResetBody()
-	x.reader, x.streamSize = r, size
+	x.src.Reader, x.src.Size = r, size
 }
 func (x *stdExchange) ResponseBody() []byte {
-	if x.file != nil || x.streamFn != nil || x.reader != nil {
+	if x.src.Pending() {
 		return nil
 	}
 	return x.body.Bytes()
 }
 
 func (x *stdExchange) ResetBody() {
-	if x.file != nil {
-		x.file.Close()
-		x.file = nil
-	}
-	if x.reader != nil {
-		closeReader(x.reader)
-		x.reader = nil
-	}
-	x.streamFn = nil
+	x.src.Release()
 	x.body.Reset()
 }
 

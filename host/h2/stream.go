@@ -64,16 +64,11 @@ type stream struct {
 	done        chan struct{}
 
 	// Response, recorded while the handler runs.
-	status     int
-	resp       fields
-	own        []byte // Write's buffer
-	bodyRef    []byte // the buffered body (own or SetBody's slice)
-	file       *os.File
-	fileOff    int64
-	fileN      int64
-	streamFn   func(exchange.StreamWriter) error
-	reader     io.Reader
-	streamSize int64
+	status  int
+	resp    fields
+	own     []byte              // Write's buffer
+	bodyRef []byte              // the buffered body (own or SetBody's slice)
+	src     exchange.BodySource // SendFile's, Stream's or SendReader's body, not sent yet
 
 	// Output waiting for credit (c.mu).
 	sendWindow int64
@@ -101,21 +96,16 @@ func newStream(c *conn, id uint32) *stream {
 
 // release returns a stream to the pool; nothing may refer to it.
 func (st *stream) release() {
-	if st.file != nil {
-		st.file.Close()
-	}
+	st.src.Release()
 	if st.outFile != nil {
 		st.outFile.Close()
-	}
-	if st.reader != nil {
-		closeReader(st.reader)
 	}
 	if st.ctxTaken {
 		// A context made of this stream may still be asked Done or Err:
 		// it must keep its connection and read as cancelled, so the
 		// stream is left as it is, to the garbage collector. release
 		// runs under c.mu here (maybeReleaseLocked), as Done does.
-		st.file, st.outFile, st.reader = nil, nil, nil
+		st.outFile = nil
 		if !st.aborted {
 			st.aborted = true
 			if st.done != nil {
@@ -418,14 +408,14 @@ func (st *stream) commit() {
 	allowed := bodyAllowed(st.status)
 	size := int64(-1)
 	switch {
-	case st.file != nil:
-		size = st.fileN
-	case st.reader != nil, st.streamFn != nil:
-		size = st.streamSize
+	case st.src.File != nil:
+		size = st.src.N
+	case st.src.Reader != nil, st.src.Stream != nil:
+		size = st.src.Size
 	default:
 		size = int64(len(st.bodyRef))
 	}
-	produce := !head && allowed && (st.reader != nil || st.streamFn != nil)
+	produce := !head && allowed && (st.src.Reader != nil || st.src.Stream != nil)
 	if !allowed {
 		st.resp.del("Content-Length")
 	} else if size >= 0 {
@@ -444,10 +434,10 @@ func (st *stream) commit() {
 	case head || !allowed || size == 0:
 		c.writeHeadersLocked(st, true)
 		st.finishLocked()
-	case st.file != nil:
+	case st.src.File != nil:
 		c.writeHeadersLocked(st, false)
-		st.outFile, st.outOff, st.outLeft, st.outEnd = st.file, st.fileOff, st.fileN, true
-		st.file = nil
+		st.outFile, st.outOff, st.outLeft, st.outEnd = st.src.File, st.src.Off, st.src.N, true
+		st.src.File = nil
 		c.markReadyLocked(st)
 		c.pumpLockedFor(st)
 	default:
@@ -463,11 +453,11 @@ func (st *stream) commit() {
 	st.WillBlock() // a producer may wait on a peer or on credit
 	c.flush()
 	w := streamWriter{st}
-	if st.reader != nil {
+	if st.src.Reader != nil {
 		st.copyReader(w)
 	} else {
-		fn := st.streamFn
-		st.streamFn = nil
+		fn := st.src.Stream
+		st.src.Stream = nil
 		_ = fn(w)
 		st.endData(nil)
 	}
@@ -492,14 +482,14 @@ var copyBufPool = sync.Pool{New: func() any { return new([16 << 10]byte) }}
 
 // copyReader sends SendReader's body, then its trailers.
 func (st *stream) copyReader(w streamWriter) {
-	r := st.reader
+	r := st.src.Reader
 	defer func() {
 		closeReader(r)
-		st.reader = nil
+		st.src.Reader = nil
 	}()
 	buf := copyBufPool.Get().(*[16 << 10]byte)
 	defer copyBufPool.Put(buf)
-	size, left := st.streamSize, st.streamSize
+	size, left := st.src.Size, st.src.Size
 	for size < 0 || left > 0 {
 		p := buf[:]
 		if size >= 0 && int64(len(p)) > left {
@@ -987,7 +977,7 @@ func (st *stream) SetBody(b []byte) {
 }
 
 func (st *stream) Write(p []byte) (int, error) {
-	if st.file != nil || st.streamFn != nil || st.reader != nil {
+	if st.src.Pending() {
 		st.ResetBody()
 	}
 	if len(st.own) == 0 && len(st.bodyRef) > 0 {
@@ -1002,13 +992,13 @@ func (st *stream) SendFile(f *os.File, off, n int64) {
 	st.ResetBody()
 	if string(st.Method()) == http.MethodHead {
 		f.Close()
-		st.fileN = n
-		st.file = nil
-		st.streamSize = n
-		st.reader = eofReader{}
+		st.src.N = n
+		st.src.File = nil
+		st.src.Size = n
+		st.src.Reader = eofReader{}
 		return
 	}
-	st.file, st.fileOff, st.fileN = f, off, n
+	st.src.File, st.src.Off, st.src.N = f, off, n
 }
 
 // eofReader stands for a HEAD response's body of known size.
@@ -1018,31 +1008,23 @@ func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 
 func (st *stream) Stream(size int64, fn func(w exchange.StreamWriter) error) {
 	st.ResetBody()
-	st.streamFn, st.streamSize = fn, size
+	st.src.Stream, st.src.Size = fn, size
 }
 
 func (st *stream) SendReader(r io.Reader, size int64) {
 	st.ResetBody()
-	st.reader, st.streamSize = r, size
+	st.src.Reader, st.src.Size = r, size
 }
 
 func (st *stream) ResponseBody() []byte {
-	if st.file != nil || st.streamFn != nil || st.reader != nil {
+	if st.src.Pending() {
 		return nil
 	}
 	return st.bodyRef
 }
 
 func (st *stream) ResetBody() {
-	if st.file != nil {
-		st.file.Close()
-		st.file = nil
-	}
-	if st.reader != nil {
-		closeReader(st.reader)
-		st.reader = nil
-	}
-	st.streamFn = nil
+	st.src.Release()
 	st.bodyRef = nil
 	st.own = st.own[:0]
 }
@@ -1051,8 +1033,7 @@ func (st *stream) BufferBodyLimit(limit int64, deadline time.Time) (bool, error)
 	if string(st.Method()) == http.MethodHead {
 		return true, nil
 	}
-	src := exchange.BodySource{File: st.file, Off: st.fileOff, N: st.fileN, Stream: st.streamFn, Reader: st.reader, Size: st.streamSize}
-	b, fits, ok, err := src.Buffer(limit, deadline)
+	b, fits, ok, err := st.src.Buffer(limit, deadline)
 	if !ok {
 		return true, nil
 	}
