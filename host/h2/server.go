@@ -114,14 +114,9 @@ func (s *Server) Serve(ln net.Listener) error {
 		if err != nil {
 			return err
 		}
-		s.mu.Lock()
-		if s.closing {
-			s.mu.Unlock()
-			_ = c.Close()
+		if !s.admit(c) {
 			continue
 		}
-		s.wg.Add(1)
-		s.mu.Unlock()
 		go func() {
 			defer s.wg.Done()
 			s.serveConn(c)
@@ -132,29 +127,45 @@ func (s *Server) Serve(ln net.Listener) error {
 // ServeConn serves one connection until it ends; the client's preface
 // is still to be read.
 func (s *Server) ServeConn(c net.Conn) {
-	s.mu.Lock()
-	if s.closing {
-		s.mu.Unlock()
-		_ = c.Close()
+	if !s.admit(c) {
 		return
 	}
-	s.wg.Add(1)
-	s.mu.Unlock()
 	defer s.wg.Done()
 	s.serveConn(c)
 }
 
 func (s *Server) serveConn(nc net.Conn) {
 	c := newConn(s, nc)
+	if s.track(c) {
+		c.serve()
+	}
+}
+
+// admit counts a new connection in (Shutdown waits for it; the caller
+// calls s.wg.Done when it ends) unless the server is shutting down, in
+// which case it closes nc and reports false.
+func (s *Server) admit(nc net.Conn) bool {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closing {
-		s.mu.Unlock()
 		_ = nc.Close()
-		return
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
+
+// track lists c for Shutdown's GOAWAY unless Shutdown began since admit,
+// in which case it closes c's socket and reports false.
+func (s *Server) track(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		_ = c.nc.Close()
+		return false
 	}
 	s.conns[c] = struct{}{}
-	s.mu.Unlock()
-	c.serve()
+	return true
 }
 
 func (s *Server) forget(c *conn) {

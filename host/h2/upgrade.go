@@ -39,19 +39,14 @@ func DecodeSettings(v string) ([]byte, bool) {
 // holds what the client sent past the request. The response to u goes
 // out on stream 1, then the client's preface is read.
 func (s *Server) ServeUpgrade(nc net.Conn, br *bufio.Reader, u *Upgrade) {
-	s.mu.Lock()
-	if s.closing {
-		s.mu.Unlock()
-		_ = nc.Close()
+	if !s.admit(nc) {
 		return
 	}
-	s.wg.Add(1)
-	s.mu.Unlock()
 	defer s.wg.Done()
 	c := newConn(s, &bufferedConn{Conn: nc, br: br})
-	s.mu.Lock()
-	s.conns[c] = struct{}{}
-	s.mu.Unlock()
+	if !s.track(c) {
+		return
+	}
 	c.br = brPool.Get().(*bufio.Reader)
 	c.br.Reset(c.nc)
 	payload, ok := DecodeSettings(u.Settings)
