@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/conformance/internal/gotool"
 	"github.com/sluicehq/sluice/host"
 )
 
@@ -173,8 +174,8 @@ func TestREADMEs(t *testing.T) {
 	}
 	bin := filepath.Join(tmp, "bin")
 	start := time.Now()
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, "sluice"), filepath.Join(root, "cmd/sluice")).CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/sluice: %v\n%s", err, out)
+	if err := gotool.Sluice(filepath.Join(bin, "sluice")); err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("sluice built in %s", time.Since(start).Round(100*time.Millisecond))
 

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/conformance/internal/gotool"
 )
 
 // sluiceBin is the sluice binary TestMain builds from this checkout.
@@ -27,10 +29,8 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	sluiceBin = filepath.Join(dir, "sluice")
-	build := exec.Command("go", "build", "-o", sluiceBin, "./cmd/sluice")
-	build.Dir = "../.."
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building sluice: %v\n%s", err, out)
+	if err := gotool.Sluice(sluiceBin); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/conformance/internal/gotool"
 )
 
 var (
@@ -36,10 +38,7 @@ func sluiceBin(t *testing.T, dir string) string {
 			return
 		}
 		builtBin = filepath.Join(out, "sluice")
-		cmd := exec.Command("go", "build", "-o", builtBin, "github.com/sluicehq/sluice/cmd/sluice")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, b)
-		}
+		buildErr = gotool.Sluice(builtBin)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)

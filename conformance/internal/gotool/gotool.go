@@ -1,15 +1,19 @@
 // Package gotool builds the Go programs the conformance suites run
 // against sluice (h2spec, Pebble) from the Go module proxy, pinned to a
-// version, outside sluice's own module: they never become dependencies.
+// version, outside sluice's own module: they never become dependencies;
+// and sluice itself (Sluice).
 package gotool
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Install builds pkg at version (`go install pkg@version`) into a
@@ -34,4 +38,16 @@ func tail(s string, n int) string {
 		return "…" + s[len(s)-n:]
 	}
 	return s
+}
+
+// Sluice builds this checkout's cmd/sluice into the file dst, within
+// five minutes: the binary the suites run as a black box.
+func Sluice(dst string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", dst, "github.com/sluicehq/sluice/cmd/sluice").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("go build ./cmd/sluice: %v\n%s", err, tail(string(out), 4000))
+	}
+	return nil
 }
