@@ -6,29 +6,26 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/config"
-	"github.com/sluicehq/sluice/conformance/internal/gotool"
+	"github.com/sluicehq/sluice/conformance/internal/pebble"
 	"github.com/sluicehq/sluice/host"
 	"github.com/sluicehq/sluice/host/generation"
 	"github.com/sluicehq/sluice/host/respond"
 	"github.com/sluicehq/sluice/host/tlsconf/tlstest"
 )
-
-const pebbleVersion = "v2.10.3"
 
 // pebbleCA signs Pebble's own HTTPS certificate. The ACME client trusts
 // it the way an operator of a private CA would make sluice trust one:
@@ -70,100 +67,16 @@ func freeAddr(t *testing.T) string {
 
 func port(addr string) string { _, p, _ := net.SplitHostPort(addr); return p }
 
-// startProc runs a helper until the test ends, its output in the log on
-// failure.
-func startProc(t *testing.T, env []string, bin string, args ...string) {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("%s output:\n%s", filepath.Base(bin), tail(out.String(), 6000))
-		}
-	})
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return "…" + s[len(s)-n:]
-	}
-	return s
-}
-
-// pebble is a running Pebble with its DNS answering 127.0.0.1 for every
-// name, validating challenges against sluice's ports.
-type pebble struct {
-	dir  string // ACME directory URL
-	root *x509.CertPool
-}
-
-func startPebble(t *testing.T, httpPort, tlsPort string) *pebble {
-	bin := gotool.Install(t, "github.com/letsencrypt/pebble/v2/cmd/pebble", pebbleVersion)
-	chall := gotool.Install(t, "github.com/letsencrypt/pebble/v2/cmd/pebble-challtestsrv", pebbleVersion)
-	dir := t.TempDir()
-	cert, key := pebbleCA.Server(t, "127.0.0.1", "localhost").Write(t, dir, "pebble-")
-	dns, api, mgmt, challMgmt := freeAddr(t), freeAddr(t), freeAddr(t), freeAddr(t)
-	startProc(t, nil, chall, "-dnsserver", dns, "-defaultIPv4", "127.0.0.1", "-defaultIPv6", "",
-		"-http01", "", "-https01", "", "-tlsalpn01", "", "-doh", "", "-management", challMgmt)
-	cfg := map[string]any{"pebble": map[string]any{
-		"listenAddress":           api,
-		"managementListenAddress": mgmt,
-		"certificate":             cert,
-		"privateKey":              key,
-		"httpPort":                atoi(httpPort),
-		"tlsPort":                 atoi(tlsPort),
-		"ocspResponderURL":        "",
-		"retryAfter":              map[string]int{"authz": 1, "order": 1},
-		// Short-lived certificates, so that renewal (at a third of the
-		// lifetime left) happens within the test.
-		"profiles": map[string]any{"default": map[string]any{"description": "short", "validityPeriod": 30}},
-	}}
-	raw, _ := json.Marshal(cfg)
-	cfgFile := filepath.Join(dir, "pebble.json")
-	os.WriteFile(cfgFile, raw, 0o600)
-	// Real validation (no PEBBLE_VA_ALWAYS_VALID), without the random
-	// sleeps and bad nonces Pebble adds to shake clients, and no reuse of
-	// valid authorizations so that a renewal is validated again.
-	startProc(t, []string{"PEBBLE_VA_NOSLEEP=1", "PEBBLE_WFE_NONCEREJECT=0", "PEBBLE_AUTHZREUSE=0"},
-		bin, "-config", cfgFile, "-dnsserver", dns)
-	p := &pebble{dir: "https://" + api + "/dir"}
-	c := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := c.Get("https://" + mgmt + "/roots/0")
-		if err == nil {
-			pemBytes, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			p.root = x509.NewCertPool()
-			if resp.StatusCode == 200 && p.root.AppendCertsFromPEM(pemBytes) {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pebble did not come up: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return p
-}
-
-func atoi(s string) int { var n int; fmt.Sscan(s, &n); return n }
+func portNum(addr string) int { n, _ := strconv.Atoi(port(addr)); return n }
 
 // sluice starts a server with two ACME sites: one allowing both
 // challenges (so TLS-ALPN-01 is used), one allowing only HTTP-01; the
 // plain listener redirects to https.
-func startSluice(t *testing.T, p *pebble, tlsAddr, plainAddr, storage, email string) *host.Server {
+func startSluice(t *testing.T, p *pebble.Pebble, tlsAddr, plainAddr, storage, email string) *host.Server {
 	route := []*config.Route{{Path: "/", Kind: "respond", Blocks: map[string]config.Block{"respond": &respond.Options{Status: 200, Body: "hello over acme\n"}}}}
 	site := func(name string, chals ...string) *config.Site {
 		return &config.Site{Name: name, Listen: []string{tlsAddr}, HTTPSRedirect: []string{plainAddr}, Routes: route,
-			TLS: &config.TLS{MinVersion: "1.2", ACME: &config.ACME{Email: email, Directory: p.dir, Challenges: chals, Storage: storage}}}
+			TLS: &config.TLS{MinVersion: "1.2", ACME: &config.ACME{Email: email, Directory: p.Dir, Challenges: chals, Storage: storage}}}
 	}
 	alpn, h01 := site("alpn.sluice.test", "tls-alpn-01", "http-01"), site("http.sluice.test", "http-01")
 	lis := func(addr string, tls bool) *config.Listener {
@@ -238,14 +151,14 @@ func served(t *testing.T, addr, name string, root *x509.CertPool, within time.Du
 
 func TestACME_Pebble(t *testing.T) {
 	tlsAddr, plainAddr := freeAddr(t), freeAddr(t)
-	p := startPebble(t, port(plainAddr), port(tlsAddr))
+	p := pebble.Start(t, pebble.Options{CA: pebbleCA, HTTPPort: portNum(plainAddr), TLSPort: portNum(tlsAddr), Validity: 30})
 	storage := t.TempDir()
 	srv := startSluice(t, p, tlsAddr, plainAddr, storage, "ops@sluice.test")
 	defer func() { stop(srv) }()
 
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		ForceAttemptHTTP2: true,
-		TLSClientConfig:   &tls.Config{RootCAs: p.root},
+		TLSClientConfig:   &tls.Config{RootCAs: p.Root},
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, network, "127.0.0.1:"+port(addr))
 		},
@@ -253,7 +166,7 @@ func TestACME_Pebble(t *testing.T) {
 
 	first := map[string]*x509.Certificate{}
 	for _, name := range []string{"alpn.sluice.test", "http.sluice.test"} {
-		leaf := served(t, tlsAddr, name, p.root, 90*time.Second)
+		leaf := served(t, tlsAddr, name, p.Root, 90*time.Second)
 		first[name] = leaf
 		t.Logf("%s: issued serial %s by %q, valid until %s", name, leaf.SerialNumber, leaf.Issuer.CommonName, leaf.NotAfter.Format(time.TimeOnly))
 		for _, proto := range []string{"https", "http"} {
@@ -290,7 +203,7 @@ func TestACME_Pebble(t *testing.T) {
 	stop(srv)
 	srv = startSluice(t, p, tlsAddr, plainAddr, storage, "ops2@sluice.test")
 	for name, leaf := range first {
-		got := served(t, tlsAddr, name, p.root, 10*time.Second)
+		got := served(t, tlsAddr, name, p.Root, 10*time.Second)
 		if got.SerialNumber.Cmp(leaf.SerialNumber) != 0 && time.Until(leaf.NotAfter) > 12*time.Second {
 			t.Errorf("%s after restart: serial %s, want the stored %s", name, got.SerialNumber, leaf.SerialNumber)
 		}
@@ -301,7 +214,7 @@ func TestACME_Pebble(t *testing.T) {
 	for name, leaf := range first {
 		deadline := time.Now().Add(60 * time.Second)
 		for {
-			got := served(t, tlsAddr, name, p.root, 10*time.Second)
+			got := served(t, tlsAddr, name, p.Root, 10*time.Second)
 			if got.SerialNumber.Cmp(leaf.SerialNumber) != 0 {
 				if !got.NotAfter.After(leaf.NotAfter) {
 					t.Errorf("%s: renewed certificate expires %s, not after the old %s", name, got.NotAfter, leaf.NotAfter)
