@@ -19,7 +19,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -149,7 +148,7 @@ func startProc(t *testing.T, env []string, bin string, args ...string) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
-	out := new(lockedBuilder)
+	out := new(tailBuffer)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -158,29 +157,32 @@ func startProc(t *testing.T, env []string, bin string, args ...string) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		if t.Failed() {
-			s := out.String()
-			if len(s) > 6000 {
-				s = "…" + s[len(s)-6000:]
-			}
-			t.Logf("%s output:\n%s", filepath.Base(bin), s)
+			t.Logf("%s output:\n%s", filepath.Base(bin), out.String())
 		}
 	})
 }
 
-// lockedBuilder is a strings.Builder the process's two outputs write to.
-type lockedBuilder struct {
+// tailBuffer keeps the last tailMax bytes a process wrote to its two
+// outputs: what a failed test shows, whatever the process wrote before.
+type tailBuffer struct {
 	mu sync.Mutex
-	b  strings.Builder
+	b  []byte
 }
 
-func (l *lockedBuilder) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
+const tailMax = 6000
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - tailMax; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
 }
 
-func (l *lockedBuilder) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
 }
