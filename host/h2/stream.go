@@ -62,6 +62,7 @@ type stream struct {
 	tunnelShut  bool  // the tunnel's Close ran (c.mu)
 	ctxOver     context.Context
 	done        chan struct{}
+	gone        []*goneWatch // AfterClientGone's, run when the stream is aborted (c.mu)
 
 	// Response, recorded while the handler runs.
 	status  int
@@ -114,6 +115,10 @@ func (st *stream) release() {
 		}
 		return
 	}
+	for i, w := range st.gone {
+		w.done = true // the request is over: f will not run
+		st.gone[i] = nil
+	}
 	st.req.reset()
 	st.pseudo.reset()
 	st.trailers.reset()
@@ -127,7 +132,7 @@ func (st *stream) release() {
 	st.ResetHooks()
 	*st = stream{
 		gen: st.gen + 1, req: st.req, pseudo: st.pseudo, trailers: st.trailers, resp: st.resp,
-		in: st.in[:0], own: st.own[:0],
+		in: st.in[:0], own: st.own[:0], gone: st.gone[:0],
 	}
 	streamPool.Put(st)
 }
@@ -208,7 +213,21 @@ func (st *stream) abortLocked() {
 		st.outFile = nil
 	}
 	st.cond.Broadcast()
+	st.fireGoneLocked()
 	st.maybeReleaseLocked()
+}
+
+// fireGoneLocked runs the functions AfterClientGone registered, each on a
+// goroutine of its own (they may take locks of their own, or c.mu).
+func (st *stream) fireGoneLocked() {
+	for i, w := range st.gone {
+		if !w.done {
+			w.done = true
+			go w.f()
+		}
+		st.gone[i] = nil
+	}
+	st.gone = st.gone[:0]
 }
 
 func (st *stream) maybeReleaseLocked() {
@@ -744,6 +763,48 @@ func (st *stream) ClientWatch() func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		return st.gen != gen || st.aborted || c.closed
+	}
+}
+
+// goneWatch is one AfterClientGone registration; done (c.mu) once f has
+// been started or the registration stopped.
+type goneWatch struct {
+	f    func()
+	done bool
+}
+
+// AfterClientGone (exchange.AfterClientGone) runs f once the stream is
+// reset by the client or its connection ends, or at once when it already
+// has. The stop function touches only its own registration and the
+// connection, so it stays safe after the stream is recycled.
+func (st *stream) AfterClientGone(f func()) func() bool {
+	c := st.c
+	w := &goneWatch{f: f}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st.aborted || c.closed {
+		w.done = true
+		go f()
+	} else {
+		// Stopped registrations are dropped here, so that a handler that
+		// registers once per wait keeps a short list.
+		live := st.gone[:0]
+		for _, g := range st.gone {
+			if !g.done {
+				live = append(live, g)
+			}
+		}
+		clear(st.gone[len(live):])
+		st.gone = append(live, w)
+	}
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if w.done {
+			return false
+		}
+		w.done = true
+		return true
 	}
 }
 
