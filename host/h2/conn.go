@@ -318,10 +318,17 @@ func (c *conn) flush() {
 	c.mu.Unlock()
 }
 
+// maxPumps bounds pumpAndFlush's turns: each but the last sends flushAt
+// bytes of credit, and the credit a client can give between two reads of
+// the loop is at most maxWindow.
+const maxPumps = maxWindow/flushAt + 2
+
 // pumpAndFlush writes what the streams waiting for credit may send, and
-// flushes, until nothing more can go.
+// flushes, until nothing more can go: the loop reads the next frame only
+// then, so output left behind here would wait for the client's next frame
+// (issue 21, finding 2).
 func (c *conn) pumpAndFlush() {
-	for range 1024 {
+	for range maxPumps {
 		c.mu.Lock()
 		more := c.pumpLocked()
 		c.mu.Unlock()
@@ -352,7 +359,11 @@ func (c *conn) pumpLocked() bool {
 		}
 		i++
 	}
-	return false
+	// A stream still listed stopped at a full buffer (the others leave
+	// the list), with credit left: it goes on after the flush. Returning
+	// false here left the last stream's output until the client's next
+	// frame.
+	return len(c.ready) > 0 && c.sendWindow > 0
 }
 
 func (c *conn) markReadyLocked(st *stream) {
