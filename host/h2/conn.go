@@ -44,6 +44,8 @@ type conn struct {
 	lastID      uint32      // highest client stream ID seen
 	resets      rate
 	control     rate
+	emptyData   rate // DATA frames without data or END_STREAM
+	closedData  rate // DATA frames on closed streams, each answered with RST_STREAM
 	handedOff   bool // a blocking handler took the loop's goroutine
 	idleSet     bool
 	peerSawAck  bool
@@ -469,6 +471,11 @@ func (c *conn) onSettings(fh http2.FrameHeader, p []byte) error {
 	c.peerSawAck = true
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// Of the INITIAL_WINDOW_SIZE entries of one frame only the last
+	// counts (the windows end the same): one walk over the streams per
+	// frame, not per entry, which thousands of entries made seconds of
+	// CPU (issue 21, finding 10).
+	window := int64(-1)
 	for ; len(p) > 0; p = p[6:] {
 		id, v := http2.SettingID(binary.BigEndian.Uint16(p)), binary.BigEndian.Uint32(p[2:])
 		switch id {
@@ -480,18 +487,7 @@ func (c *conn) onSettings(fh http2.FrameHeader, p []byte) error {
 			if v > maxWindow {
 				return connError(http2.ErrCodeFlowControl)
 			}
-			delta := int64(v) - int64(c.initWindow)
-			c.initWindow = int32(v)
-			for _, st := range c.streams {
-				st.sendWindow += delta
-				if st.sendWindow > maxWindow {
-					return connError(http2.ErrCodeFlowControl)
-				}
-				if delta > 0 && st.hasPending() {
-					c.markReadyLocked(st)
-					st.cond.Broadcast()
-				}
-			}
+			window = int64(v)
 		case http2.SettingMaxFrameSize:
 			if v < 16384 || v > 1<<24-1 {
 				return connError(http2.ErrCodeProtocol)
@@ -499,7 +495,33 @@ func (c *conn) onSettings(fh http2.FrameHeader, p []byte) error {
 			c.maxFrame = int(min(v, 64<<10))
 		}
 	}
+	if window >= 0 {
+		if err := c.setInitWindowLocked(int32(window)); err != nil {
+			return err
+		}
+	}
 	c.wbuf = appendFrameHeader(c.wbuf, 0, http2.FrameSettings, http2.FlagSettingsAck, 0)
+	return nil
+}
+
+// setInitWindowLocked applies a new SETTINGS_INITIAL_WINDOW_SIZE to the
+// open streams (RFC 9113, 6.9.2).
+func (c *conn) setInitWindowLocked(v int32) error {
+	delta := int64(v) - int64(c.initWindow)
+	c.initWindow = v
+	if delta == 0 {
+		return nil
+	}
+	for _, st := range c.streams {
+		st.sendWindow += delta
+		if st.sendWindow > maxWindow {
+			return connError(http2.ErrCodeFlowControl)
+		}
+		if delta > 0 && st.hasPending() {
+			c.markReadyLocked(st)
+			st.cond.Broadcast()
+		}
+	}
 	return nil
 }
 
@@ -619,6 +641,10 @@ func (c *conn) onData(fh http2.FrameHeader, p []byte) error {
 	if err != nil {
 		return err
 	}
+	if len(data) == 0 && !fh.Flags.Has(http2.FlagDataEndStream) && c.emptyData.add(c.o.MaxControl, c.o.ResetWindow) {
+		// Empty DATA costs the client no credit: bounded as PINGs are.
+		return connError(http2.ErrCodeEnhanceYourCalm)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// Connection-level accounting: the client spends credit on every
@@ -651,6 +677,11 @@ func (c *conn) onData(fh http2.FrameHeader, p []byte) error {
 	}
 	if st == nil || st.remoteDone {
 		c.returnConnLocked(n)
+		// Each is answered with RST_STREAM: bounded as PINGs are, since
+		// credit returned (or none spent) does not bound them.
+		if c.closedData.add(c.o.MaxControl, c.o.ResetWindow) {
+			return connError(http2.ErrCodeEnhanceYourCalm)
+		}
 		if st != nil {
 			c.resetLocked(st, http2.ErrCodeStreamClosed)
 		} else {
