@@ -81,6 +81,9 @@ func (h *Handler) serveUpgrade(x exchange.Exchange) error {
 			return nil
 		}
 		conn.Close()
+		if errors.Is(err, errUnwritable) {
+			return err // the request's fault: no failure counted
+		}
 		h.failed(u, err)
 		return h.gatewayError(err)
 	}
@@ -89,7 +92,9 @@ func (h *Handler) serveUpgrade(x exchange.Exchange) error {
 
 func (h *Handler) upgradeOn(s *state, u *upstream, conn net.Conn, deadline time.Time) error {
 	x := s.x
-	s.buildH1(u)
+	if err := s.buildH1(u); err != nil {
+		return err
+	}
 	hdrDeadline := time.Now().Add(h.s.headerTimeout)
 	if hdrDeadline.After(deadline) {
 		hdrDeadline = deadline
