@@ -717,6 +717,11 @@ func (s *state) addHeader(k, v []byte) {
 			return
 		}
 	}
+	// The front door has applied the client's Connection options to
+	// what the client sent, before anything of sluice's was added, and
+	// left in Connection only the tokens of fields handled here (Upgrade,
+	// TE, ...): listed never takes a header sluice set (an identity
+	// header, a filter's) for the client's.
 	if hopByHop(k) || listed(s.conn, k) {
 		return
 	}
