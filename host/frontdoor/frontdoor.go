@@ -70,6 +70,9 @@ func (d *Door) Serve(x exchange.Exchange, altSvc string, next func(*route.Site) 
 		// be an authority, or empty, which net/http serves as "/".
 		return ErrConnect
 	}
+	if err := syntax(x); err != nil {
+		return err
+	}
 	if err := authority(x); err != nil {
 		return err
 	}

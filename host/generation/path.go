@@ -17,7 +17,9 @@ var errBadRequest = exchange.Errorf(http.StatusBadRequest, "bad request")
 // it, the query kept. The path as sent is kept for the proxy where it
 // cannot leave the route chosen (route.Site.Forwardable); "%2F" inside a
 // segment then reaches the upstream as sent. A path Canonical refuses is
-// answered with 400.
+// answered with 400. The query is appended as sent: the front door has
+// refused a target with a control byte, SP or DEL before (its syntax
+// check), so it cannot carry a line of its own.
 func canonicalPath(x exchange.Exchange, site *route.Site) ([]byte, error) {
 	raw := x.Path()
 	if len(raw) == 0 {

@@ -209,7 +209,9 @@ func (u *upstream) serveH1(s *state, deadline time.Time) (phase, error) {
 		s.applyOps(&s.h.headerUp)
 		s.h1Built = true
 	}
-	s.buildH1(u)
+	if err := s.buildH1(u); err != nil {
+		return phaseConn, err
+	}
 	return u.roundTrip(s, deadline)
 }
 

@@ -58,6 +58,11 @@ func (u *upstream) serveH2(s *state, deadline time.Time) (phase, error) {
 		s.toH2 = false
 		s.h2URI = string(s.uri)
 	}
+	if s.h2Bad || !token(x.Method()) || !cleanTarget(s.uri) || s.h.keepHost && !cleanValue(x.Host()) {
+		// HPACK would carry them, and an upstream that turns the request
+		// into HTTP/1.1 again would write them: refused as buildH1 does.
+		return phaseConn, errUnwritable
+	}
 	ru, err := url.ParseRequestURI(s.h2URI)
 	if err != nil {
 		return phaseConn, err

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"net/http"
 	"strconv"
 	"sync"
 
@@ -22,24 +23,30 @@ type head struct {
 	lines   []byte // "Name: value\r\n"..., shared by the tries
 	cookies []byte // Cookie values joined by "; ", sent as one line (RFC 9113, 8.2.3)
 	cookie  bool   // a Cookie field came, though its value may be empty
+	bad     bool   // a field was refused (see writable): the head is not to be sent
 	wire    []byte // the head of the current try
 }
 
 func (h *head) reset() {
-	h.lines, h.cookies, h.cookie, h.wire = h.lines[:0], h.cookies[:0], false, h.wire[:0]
+	h.lines, h.cookies, h.cookie, h.bad, h.wire = h.lines[:0], h.cookies[:0], false, false, h.wire[:0]
 	if cap(h.lines) > 64<<10 {
 		h.lines = nil
 	}
 }
 
 // add appends a header line. Cookie values are joined whole, never
-// parsed: a pair the proxy could not parse still goes up as sent.
+// parsed: a pair the proxy could not parse still goes up as sent. A
+// field that is not writable is not added, and marks the head bad.
 func (h *head) add(k, v []byte) {
+	if !writable(k, v) {
+		h.bad = true
+		return
+	}
 	if len(k) == 6 && ascii.EqualFold(k, "cookie") {
 		if len(h.cookies) > 0 && len(v) > 0 {
 			h.cookies = append(h.cookies, "; "...)
 		}
-		h.cookies = appendClean(h.cookies, v)
+		h.cookies = append(h.cookies, v...)
 		h.cookie = true
 		return
 	}
@@ -70,43 +77,103 @@ func (h *head) del(k string) {
 
 var crlf = []byte("\r\n")
 
+// appendLine appends "k: v\r\n"; k and v are writable.
 func appendLine(b, k, v []byte) []byte {
-	b = appendClean(b, k)
+	b = append(b, k...)
 	b = append(b, ": "...)
-	b = appendClean(b, v)
+	b = append(b, v...)
 	return append(b, "\r\n"...)
 }
 
-// appendClean appends v with CR and LF turned into spaces, so that no
-// value can add a header line of its own.
-func appendClean(b, v []byte) []byte {
-	if bytes.IndexByte(v, '\r') < 0 && bytes.IndexByte(v, '\n') < 0 {
-		return append(b, v...)
-	}
-	for _, c := range v {
-		if c == '\r' || c == '\n' {
-			c = ' '
-		}
-		b = append(b, c)
-	}
-	return b
+// errUnwritable is a request the proxy will not write upstream: its
+// method is not a token, or its target, Host or a field holds a byte
+// that would end a line or the head (CR, LF, NUL; SP or a control byte
+// in the target). The front door refuses such requests from clients
+// (host/frontdoor); this is the second line against request smuggling,
+// should a filter or an engine hand one on.
+var errUnwritable = &exchange.Error{Status: http.StatusBadRequest, Message: "bad request: request cannot be forwarded"}
+
+// writable reports whether a field can be written into an HTTP/1.1
+// head as it is: a name that is a token, a value without CR, LF or NUL.
+func writable(k, v []byte) bool {
+	return token(k) && cleanValue(v)
 }
 
-// buildH1 writes the head of one try into s.hd.wire.
-func (s *state) buildH1(u *upstream) {
-	w := s.hd.wire[:0]
-	if len(s.wsKey) > 0 {
-		w = append(w, "GET"...) // extended CONNECT, as HTTP/1.1 (RFC 8441, 5)
-	} else {
-		w = append(w, s.x.Method()...)
+// token reports whether b is a non-empty token (RFC 9110, 5.6.2).
+func token(b []byte) bool {
+	if len(b) == 0 {
+		return false
 	}
+	for _, c := range b {
+		if !tchar[c] {
+			return false
+		}
+	}
+	return true
+}
+
+// cleanValue reports whether v has no CR, LF or NUL.
+func cleanValue(v []byte) bool {
+	for _, c := range v {
+		if c == '\r' || c == '\n' || c == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// cleanTarget reports whether a request target can go into a request
+// line: not empty, no control byte, SP or DEL.
+func cleanTarget(t []byte) bool {
+	if len(t) == 0 {
+		return false
+	}
+	for _, c := range t {
+		if c <= ' ' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// tchar marks the bytes of a token.
+var tchar = func() (t [256]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	for _, c := range []byte("!#$%&'*+-.^_`|~") {
+		t[c] = true
+	}
+	return t
+}()
+
+// buildH1 writes the head of one try into s.hd.wire. It refuses
+// (errUnwritable) a head that would carry a CR, LF or NUL it was given,
+// or a method or target that would split the request line.
+func (s *state) buildH1(u *upstream) error {
+	m := s.x.Method()
+	if len(s.wsKey) > 0 {
+		m = []byte("GET") // extended CONNECT, as HTTP/1.1 (RFC 8441, 5)
+	}
+	if s.hd.bad || !token(m) || !cleanTarget(s.uri) {
+		return errUnwritable
+	}
+	w := s.hd.wire[:0]
+	w = append(w, m...)
 	w = append(w, ' ')
 	w = append(w, s.uri...)
 	w = append(w, " HTTP/1.1\r\n"...)
 	if !s.h.upSetsHost {
 		w = append(w, "Host: "...)
 		if s.h.keepHost {
-			w = appendClean(w, s.x.Host())
+			h := s.x.Host()
+			if !cleanValue(h) {
+				return errUnwritable
+			}
+			w = append(w, h...)
 		} else {
 			w = append(w, u.t.host...)
 		}
@@ -129,12 +196,16 @@ func (s *state) buildH1(u *upstream) {
 	case s.bodyLen < 0:
 		w = append(w, "Transfer-Encoding: chunked\r\n"...)
 		if t := s.x.RequestHeader("Trailer"); len(t) > 0 {
+			if !cleanValue(t) {
+				return errUnwritable
+			}
 			w = appendLine(w, []byte("Trailer"), t) // the fields writeTrailers sends
 		}
-	case !s.upgrade && !bodyless(s.x.Method()):
+	case !s.upgrade && !bodyless(m):
 		w = append(w, "Content-Length: 0\r\n"...)
 	}
 	s.hd.wire = append(w, "\r\n"...)
+	return nil
 }
 
 // bodyless reports the methods whose requests carry no Content-Length
@@ -191,8 +262,11 @@ func (s *state) writeTrailers(bw *bufio.Writer) error {
 	return err
 }
 
+// addTrailer writes one trailer field; one that is not writable is
+// dropped (the body is sent by now: there is no answer left to refuse
+// with).
 func (s *state) addTrailer(k, v []byte) {
-	if !hopByHop(k) {
+	if !hopByHop(k) && writable(k, v) {
 		s.hd.wire = appendLine(s.hd.wire, k, v)
 	}
 }

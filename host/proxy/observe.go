@@ -176,10 +176,10 @@ func (s *state) appendTraceH1(w []byte) []byte {
 	w = append(w, ": "...)
 	w = appendTraceparent(w, sc)
 	w = append(w, "\r\n"...)
-	if ts := sc.TraceState(); ts.Len() > 0 {
+	if ts := sc.TraceState().String(); ts != "" && cleanValue([]byte(ts)) {
 		w = append(w, tracestateHeader...)
 		w = append(w, ": "...)
-		w = appendClean(w, []byte(ts.String()))
+		w = append(w, ts...)
 		w = append(w, "\r\n"...)
 	}
 	return w

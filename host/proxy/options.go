@@ -79,6 +79,13 @@ type Options struct {
 	// TryDuration is the time after the first try within which another
 	// may start.
 	TryDuration time.Duration `hcl:"try_duration" doc:"no new attempt starts this long after the first"`
+	// TunnelIdleTimeout closes an upgraded connection (a WebSocket, over
+	// HTTP/1.1 or HTTP/2's extended CONNECT) when no byte has passed
+	// either way for this long, so that a tunnel whose ends went quiet
+	// (a peer gone without a FIN) does not hold two connections for
+	// ever. Default 60s, nginx's proxy_read_timeout; keep it above the
+	// application's ping interval.
+	TunnelIdleTimeout time.Duration `hcl:"tunnel_idle_timeout,positive" doc:"an upgraded connection (WebSocket) with no byte either way this long is closed"`
 
 	// Health turns on active health checks when set.
 	Health *HealthCheck `hcl:"health,block" doc:"active health checks" default:"none"`
@@ -241,7 +248,7 @@ type settings struct {
 	timeout, dialTimeout, tlsTimeout, headerTimeout, idleTimeout time.Duration
 	maxIdle, maxConns                                            int
 	tries                                                        int
-	tryDuration                                                  time.Duration
+	tryDuration, tunnelIdle                                      time.Duration
 	maxFails                                                     int
 	coolDown                                                     time.Duration
 }
@@ -274,6 +281,7 @@ func Defaults() *Options {
 		MaxIdleConns:          512,
 		Tries:                 3,
 		TryDuration:           5 * time.Second,
+		TunnelIdleTimeout:     60 * time.Second,
 		Passive:               &Passive{MaxFails: 3, CoolDown: 30 * time.Second},
 		HostHeader:            "upstream",
 		TrustedProxies:        []netip.Prefix{},
@@ -292,12 +300,13 @@ func (o *Options) settings() (settings, error) {
 		maxConns:      o.MaxConns,
 		tries:         orInt(o.Tries, def.Tries),
 		tryDuration:   orDur(o.TryDuration, def.TryDuration),
+		tunnelIdle:    orDur(o.TunnelIdleTimeout, def.TunnelIdleTimeout),
 		maxFails:      def.Passive.MaxFails,
 		coolDown:      def.Passive.CoolDown,
 	}
 	for name, d := range map[string]time.Duration{"timeout": o.Timeout, "dial_timeout": o.DialTimeout,
 		"tls_handshake_timeout": o.TLSHandshakeTimeout, "response_header_timeout": o.ResponseHeaderTimeout,
-		"idle_timeout": o.IdleTimeout, "try_duration": o.TryDuration} {
+		"idle_timeout": o.IdleTimeout, "try_duration": o.TryDuration, "tunnel_idle_timeout": o.TunnelIdleTimeout} {
 		if d < 0 {
 			return s, fmt.Errorf("%s: negative duration %s", name, d)
 		}

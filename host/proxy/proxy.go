@@ -325,6 +325,9 @@ func (h *Handler) serve(s *state) error {
 		if s.lim.exceeded {
 			return errTooLarge
 		}
+		if errors.Is(err, errUnwritable) {
+			return err // the request's fault, never the upstream's: no failure, no retry
+		}
 		if errors.Is(err, errClientGone) || exchange.ClientGone(x) {
 			// Not the upstream's fault: no failure counted, no retry.
 			return &exchange.Error{Status: statusClientClosed, Message: "client closed request", Err: err}
@@ -454,6 +457,7 @@ type state struct {
 	h1Built  bool
 	h2Header http.Header // the request headers for HTTP/2 upstreams
 	h2URI    string
+	h2Bad    bool              // a field refused for HTTP/2 (see writable)
 	visit    func(k, v []byte) // s.addHeader, bound once
 	toH2     bool
 
@@ -583,7 +587,7 @@ func (s *state) start(x exchange.Exchange, cl int64) {
 
 func (s *state) finish() {
 	s.hd.reset()
-	s.h1Built, s.toH2, s.h2Header, s.h2URI = false, false, nil, ""
+	s.h1Built, s.toH2, s.h2Header, s.h2URI, s.h2Bad = false, false, nil, "", false
 	s.x, s.body, s.seeker, s.lim = nil, nil, nil, bodyReader{}
 	s.upgrade, s.hasXFP, s.hasXFH, s.wsKey = false, false, false, s.wsKey[:0]
 	s.parent, s.span = trace.SpanContext{}, nil
@@ -713,6 +717,11 @@ func (s *state) addHeader(k, v []byte) {
 			return
 		}
 	}
+	// The front door has applied the client's Connection options to
+	// what the client sent, before anything of sluice's was added, and
+	// left in Connection only the tokens of fields handled here (Upgrade,
+	// TE, ...): listed never takes a header sluice set (an identity
+	// header, a filter's) for the client's.
 	if hopByHop(k) || listed(s.conn, k) {
 		return
 	}
@@ -726,9 +735,14 @@ func appendList(dst, v []byte) []byte {
 	return append(dst, v...)
 }
 
-// put adds a header to the request being built.
+// put adds a header to the request being built. One that is not
+// writable (see writable) marks the request unwritable.
 func (s *state) put(k, v []byte) {
 	if s.toH2 {
+		if !writable(k, v) {
+			s.h2Bad = true
+			return
+		}
 		s.h2Header.Add(string(k), string(v))
 		return
 	}
@@ -737,7 +751,7 @@ func (s *state) put(k, v []byte) {
 
 func (s *state) putString(k, v string) {
 	if s.toH2 {
-		s.h2Header.Add(k, v)
+		s.put([]byte(k), []byte(v))
 		return
 	}
 	s.hd.add([]byte(k), []byte(v))

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/host/exchange"
@@ -81,6 +82,9 @@ func (h *Handler) serveUpgrade(x exchange.Exchange) error {
 			return nil
 		}
 		conn.Close()
+		if errors.Is(err, errUnwritable) {
+			return err // the request's fault: no failure counted
+		}
 		h.failed(u, err)
 		return h.gatewayError(err)
 	}
@@ -89,7 +93,9 @@ func (h *Handler) serveUpgrade(x exchange.Exchange) error {
 
 func (h *Handler) upgradeOn(s *state, u *upstream, conn net.Conn, deadline time.Time) error {
 	x := s.x
-	s.buildH1(u)
+	if err := s.buildH1(u); err != nil {
+		return err
+	}
 	hdrDeadline := time.Now().Add(h.s.headerTimeout)
 	if hdrDeadline.After(deadline) {
 		hdrDeadline = deadline
@@ -145,7 +151,7 @@ func (h *Handler) upgradeOn(s *state, u *upstream, conn net.Conn, deadline time.
 	u.node.InFlight.Add(1)
 	err := x.Upgrade(func(client net.Conn, buffered io.Reader) {
 		defer u.node.InFlight.Add(-1)
-		relay(client, buffered, conn, br)
+		relay(client, buffered, conn, br, h.s.tunnelIdle)
 	})
 	if err != nil {
 		u.node.InFlight.Add(-1)
@@ -163,22 +169,78 @@ func wsAccept(key []byte) []byte {
 	return base64.StdEncoding.AppendEncode(nil, h.Sum(nil))
 }
 
-// relay copies both ways until one side is done, then closes both.
-func relay(client net.Conn, fromClient io.Reader, up net.Conn, fromUp io.Reader) {
+// relay copies both ways until one side is done, or until no byte has
+// passed either way for idle, then closes both. The idle check is a
+// timer (a goroutine of its own, ended with the relay) that looks at the
+// last read when it fires, not a deadline per read: a tunnel where one side talks and the other listens is not idle,
+// and any net.Conn (an HTTP/2 stream's too) can be watched so.
+func relay(client net.Conn, fromClient io.Reader, up net.Conn, fromUp io.Reader, idle time.Duration) {
 	var once sync.Once
 	closeBoth := func() {
 		once.Do(func() {
+			// A deadline in the past first: it ends a read in progress
+			// where Close does not (fasthttp's hijacked conn closes only
+			// once the hijack handler, this relay, has returned).
+			_ = client.SetDeadline(aLongTimeAgo)
+			_ = up.SetDeadline(aLongTimeAgo)
 			client.Close()
 			up.Close()
 		})
 	}
+	var last atomic.Int64 // unix nanoseconds of the last byte read, either way
+	last.Store(time.Now().UnixNano())
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		t := time.NewTimer(idle)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			quiet := time.Duration(time.Now().UnixNano() - last.Load())
+			if quiet >= idle {
+				closeBoth() // the copies fail and relay returns
+				return
+			}
+			t.Reset(idle - quiet)
+		}
+	}()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = io.Copy(up, fromClient)
+		copyTunnel(up, fromClient, &last)
 		closeBoth()
 	}()
-	_, _ = io.Copy(client, fromUp)
+	copyTunnel(client, fromUp, &last)
 	closeBoth()
 	<-done
+}
+
+// aLongTimeAgo is a deadline that has passed: it stops a blocked read.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// tunnelBufs are the buffers of tunnel copies.
+var tunnelBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// copyTunnel copies src to dst until either fails, recording in last
+// when each read returned bytes.
+func copyTunnel(dst io.Writer, src io.Reader, last *atomic.Int64) {
+	bp := tunnelBufs.Get().(*[]byte)
+	defer tunnelBufs.Put(bp)
+	buf := *bp
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			last.Store(time.Now().UnixNano())
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
