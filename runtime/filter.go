@@ -853,7 +853,7 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 	}
 	if callErr != nil {
 		inst.inv.Rollback(x)
-		outcome, cause := f.classify(inst, callErr)
+		outcome, cause := f.classify(inst, callErr, fired)
 		inst.mu.Unlock()
 		g.release()
 		return Call{}, f.finish(span, g, abi.PhaseRequest, outcome, start, cause)
@@ -943,7 +943,7 @@ func (c *Call) HandleResponse(x HTTP, isError bool) error {
 	var cause error
 	if callErr != nil {
 		inst.inv.Rollback(x)
-		outcome, cause = f.classify(inst, callErr)
+		outcome, cause = f.classify(inst, callErr, fired)
 	}
 	c.end()
 	if callErr != nil {
@@ -1004,11 +1004,11 @@ func (inst *instance) resetLocked() bool {
 
 // classify turns a wazero error into an outcome and a cause wrapping the
 // matching sentinel. Called with inst.mu held.
-func (f *Filter) classify(inst *instance, err error) (string, error) {
+func (f *Filter) classify(inst *instance, err error, fired bool) (string, error) {
 	err = demangleTrap(err)
 	var exit *sys.ExitError
 	switch {
-	case inst.fired.Load():
+	case fired:
 		return OutcomeTimeout, fmt.Errorf("%w after %s", ErrTimeout, f.opts.Timeout)
 	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded:
 		return OutcomeTimeout, fmt.Errorf("%w after %s", ErrTimeout, f.opts.Timeout)
