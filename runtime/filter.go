@@ -45,6 +45,12 @@ type FilterOptions struct {
 	// Timeout bounds each guest call, and the wait for an idle instance.
 	// Zero means DefaultTimeout (1s).
 	Timeout time.Duration
+	// BodyTimeout bounds the read of the request body of a filter whose
+	// guest enabled buffer_request when it started: the host reads the
+	// body whole (at most MaxBuffer) before the request takes an
+	// instance, and fails it with ErrRequestBodyTimeout when the client
+	// has not sent it by then. Zero means Timeout.
+	BodyTimeout time.Duration
 	// InitTimeout bounds instantiation (_initialize or _start). Zero
 	// means DefaultInitTimeout (10s).
 	InitTimeout time.Duration
@@ -138,6 +144,9 @@ func (e *Engine) NewFilter(ctx context.Context, name string, m *Module, opts Fil
 	}
 	if opts.InitTimeout <= 0 {
 		opts.InitTimeout = DefaultInitTimeout
+	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = opts.Timeout
 	}
 	if opts.MemoryLimit <= 0 {
 		opts.MemoryLimit = DefaultMemoryLimit
@@ -815,8 +824,17 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 		return Call{}, f.finish(nil, nil, abi.PhaseRequest, OutcomeError, start, err)
 	}
 	span := f.startSpan(x, g, abi.PhaseRequest)
-	var inst *instance
 	now := start // when the guest call starts: later if it waited
+	var body []byte
+	held := g.features&FeatureBufferRequest != 0
+	if held {
+		if body, err = f.readRequestBody(x); err != nil {
+			g.release()
+			return Call{}, f.finish(span, g, abi.PhaseRequest, bodyOutcome(err), start, err)
+		}
+		now = mono()
+	}
+	var inst *instance
 	for {
 		var ok bool
 		if inst, ok = g.pool.TryGet(); !ok {
@@ -842,6 +860,9 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 	}
 
 	inst.inv.Begin(x, abi.PhaseRequest, g.features)
+	if held {
+		inst.inv.HoldRequestBody(body)
+	}
 	stack := inst.stack[:1]
 	callErr, fired := inst.call(inst.handleReq, stack, now, f.opts.Timeout)
 	ctxNext := stack[0]
