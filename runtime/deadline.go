@@ -88,21 +88,39 @@ func (d *deadline) tick(fire func()) {
 func (d *deadline) stop() { d.timer.Stop() }
 
 // call runs fn with a deadline timeout from now (mono). It reports
-// whether the deadline fired (the instance can't be used again then).
-// The timer is the instance's own and usually already armed, so a call
-// allocates nothing, starts no goroutine, and takes no lock (see
-// RATIONALE.md).
+// whether the deadline fired. The timer is the instance's own and usually
+// already armed, so a call allocates nothing, starts no goroutine, and
+// takes no lock (see RATIONALE.md). A call the deadline stopped leaves
+// the instance retired by its caller but, where it can, callable again
+// (see resume).
 func (inst *instance) call(fn api.Function, stack []uint64, now int64, timeout time.Duration) (err error, fired bool) {
 	at := inst.dl.begin(now, timeout)
 	inst.inv.Deadline = monoTime(at)
 	err = fn.CallWithStack(&inst.ctx, stack)
-	if !inst.dl.end(at) {
-		// expire has started: let it finish, so that nothing touches the
-		// module once the caller closes it.
-		for !inst.expired.Load() {
-			goruntime.Gosched()
-		}
-		fired = true
+	if inst.dl.end(at) {
+		return err, false
 	}
-	return err, fired || inst.fired.Load()
+	// expire has started: let it finish, so that nothing touches the
+	// module once the caller closes it.
+	for !inst.expired.Load() {
+		goruntime.Gosched()
+	}
+	inst.resume()
+	return err, true
+}
+
+// resume puts an instance whose call the deadline stopped back in a state
+// where it can be called again, so that the requests whose handle_request
+// ran on it still get their handle_response there (RATIONALE.md, "Why
+// does a timeout not fail the other requests of its instance?"). Only a
+// detached module can be: wazero's own goroutine closes the module for
+// good. Called with inst.mu held, after expire finished, before the next
+// call arms the timer.
+func (inst *instance) resume() {
+	if !inst.g.m.detached || !inst.intr.Resume() {
+		return
+	}
+	inst.fired.Store(false)
+	inst.expired.Store(false)
+	inst.done = make(chan struct{})
 }

@@ -30,8 +30,11 @@ var (
 	// ErrOverload: no instance became idle within the filter's timeout.
 	ErrOverload = errors.New("overloaded: no idle instance")
 	// ErrInstanceGone: the instance that ran handle_request of this call
-	// was closed (it timed out on another request) before
-	// handle_response could run.
+	// was closed before handle_response could run: another request's
+	// timeout closed it on a module whose deadline is wazero's own (one
+	// with a start section, or a platform without the compiler); see
+	// RATIONALE.md, "Why does a timeout not fail the other requests of
+	// its instance?". The host answers 503, as for ErrTimeout.
 	ErrInstanceGone = errors.New("instance gone before handle_response")
 	// ErrClosed: the filter or engine is closed.
 	ErrClosed = errors.New("closed")

@@ -45,6 +45,12 @@ type FilterOptions struct {
 	// Timeout bounds each guest call, and the wait for an idle instance.
 	// Zero means DefaultTimeout (1s).
 	Timeout time.Duration
+	// BodyTimeout bounds the read of the request body of a filter whose
+	// guest enabled buffer_request when it started: the host reads the
+	// body whole (at most MaxBuffer) before the request takes an
+	// instance, and fails it with ErrRequestBodyTimeout when the client
+	// has not sent it by then. Zero means Timeout.
+	BodyTimeout time.Duration
 	// InitTimeout bounds instantiation (_initialize or _start). Zero
 	// means DefaultInitTimeout (10s).
 	InitTimeout time.Duration
@@ -138,6 +144,9 @@ func (e *Engine) NewFilter(ctx context.Context, name string, m *Module, opts Fil
 	}
 	if opts.InitTimeout <= 0 {
 		opts.InitTimeout = DefaultInitTimeout
+	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = opts.Timeout
 	}
 	if opts.MemoryLimit <= 0 {
 		opts.MemoryLimit = DefaultMemoryLimit
@@ -815,8 +824,17 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 		return Call{}, f.finish(nil, nil, abi.PhaseRequest, OutcomeError, start, err)
 	}
 	span := f.startSpan(x, g, abi.PhaseRequest)
-	var inst *instance
 	now := start // when the guest call starts: later if it waited
+	var body []byte
+	held := g.features&FeatureBufferRequest != 0
+	if held {
+		if body, err = f.readRequestBody(x); err != nil {
+			g.release()
+			return Call{}, f.finish(span, g, abi.PhaseRequest, bodyOutcome(err), start, err)
+		}
+		now = mono()
+	}
+	var inst *instance
 	for {
 		var ok bool
 		if inst, ok = g.pool.TryGet(); !ok {
@@ -842,6 +860,9 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 	}
 
 	inst.inv.Begin(x, abi.PhaseRequest, g.features)
+	if held {
+		inst.inv.HoldRequestBody(body)
+	}
 	stack := inst.stack[:1]
 	callErr, fired := inst.call(inst.handleReq, stack, now, f.opts.Timeout)
 	ctxNext := stack[0]
@@ -853,7 +874,7 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 	}
 	if callErr != nil {
 		inst.inv.Rollback(x)
-		outcome, cause := f.classify(inst, callErr)
+		outcome, cause := f.classify(inst, callErr, fired)
 		inst.mu.Unlock()
 		g.release()
 		return Call{}, f.finish(span, g, abi.PhaseRequest, outcome, start, cause)
@@ -943,7 +964,7 @@ func (c *Call) HandleResponse(x HTTP, isError bool) error {
 	var cause error
 	if callErr != nil {
 		inst.inv.Rollback(x)
-		outcome, cause = f.classify(inst, callErr)
+		outcome, cause = f.classify(inst, callErr, fired)
 	}
 	c.end()
 	if callErr != nil {
@@ -1004,11 +1025,11 @@ func (inst *instance) resetLocked() bool {
 
 // classify turns a wazero error into an outcome and a cause wrapping the
 // matching sentinel. Called with inst.mu held.
-func (f *Filter) classify(inst *instance, err error) (string, error) {
+func (f *Filter) classify(inst *instance, err error, fired bool) (string, error) {
 	err = demangleTrap(err)
 	var exit *sys.ExitError
 	switch {
-	case inst.fired.Load():
+	case fired:
 		return OutcomeTimeout, fmt.Errorf("%w after %s", ErrTimeout, f.opts.Timeout)
 	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded:
 		return OutcomeTimeout, fmt.Errorf("%w after %s", ErrTimeout, f.opts.Timeout)

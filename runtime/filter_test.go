@@ -431,24 +431,41 @@ func TestFilter_ResponseOnRetiredInstance(t *testing.T) {
 }
 
 func TestFilter_ResponseAfterInstanceTimedOut(t *testing.T) {
-	// A Call whose instance was closed by another request's timeout gets
-	// ErrInstanceGone from HandleResponse.
+	// Calls whose handle_request ran on an instance that another request
+	// then made time out still get their handle_response there, with the
+	// state they left in it (the echo of their x-id), and only the
+	// looping request fails; the instance is closed after the last one.
+	// A fresh request goes to the replacement, never to the retired one.
 	ev := newEnv(t)
-	f := ev.filter(t, "loop_if", runtime.FilterOptions{PoolSize: 1, Timeout: 50 * time.Millisecond})
-	x1 := filtertest.NewExchange("GET", "/")
-	c1, err := f.HandleRequest(x1)
-	if err != nil || c1 == nil {
-		t.Fatal(c1, err)
+	f := ev.filter(t, "reqctx_loop", runtime.FilterOptions{PoolSize: 1, Timeout: 50 * time.Millisecond})
+	var xs []*filtertest.Exchange
+	var calls []*runtime.Call
+	for _, id := range []string{"a", "b"} {
+		x := filtertest.NewExchange("GET", "/", "x-id", id)
+		c, err := f.HandleRequest(x)
+		if err != nil || c == nil {
+			t.Fatal(c, err)
+		}
+		xs, calls = append(xs, x), append(calls, c)
 	}
 	if _, err := f.HandleRequest(filtertest.NewExchange("GET", "/", "x-loop", "1")); !errors.Is(err, runtime.ErrTimeout) {
 		t.Fatalf("looping request: %v", err)
 	}
-	if err := c1.HandleResponse(x1, false); !errors.Is(err, runtime.ErrInstanceGone) {
-		t.Fatalf("HandleResponse = %v, want ErrInstanceGone", err)
+	for i, c := range calls {
+		if err := c.HandleResponse(xs[i], false); err != nil {
+			t.Fatalf("call %d: HandleResponse = %v, want nil: another request's timeout failed it", i, err)
+		}
+		if got, want := xs[i].RespHeader("x-id-echo"), []string{"a", "b"}[i]; got != want {
+			t.Errorf("call %d: x-id-echo = %q, want %q: its state was lost", i, got, want)
+		}
 	}
 	waitFor(t, func() bool { return f.Stats().Live == 1 })
-	if _, err := roundTrip(f, filtertest.NewExchange("GET", "/"), nil); err != nil { // the replacement serves
-		t.Fatal(err)
+	x := filtertest.NewExchange("GET", "/", "x-id", "c")
+	if _, err := roundTrip(f, x, nil); err != nil || x.RespHeader("x-id-echo") != "c" { // the replacement serves
+		t.Fatal(err, x.RespHeader("x-id-echo"))
+	}
+	if _, err := f.HandleRequest(filtertest.NewExchange("GET", "/", "x-loop", "1")); !errors.Is(err, runtime.ErrTimeout) {
+		t.Fatalf("second looping request: %v", err)
 	}
 }
 

@@ -70,7 +70,9 @@ func unwind(x exchange.Exchange, calls []runtime.Call, isError bool) error {
 }
 
 // filterError maps a filter failure to the status a client sees: 503 when
-// the filter was too slow or had no free instance, 500 otherwise. A body
+// the filter was too slow, had no free instance, or lost the instance of
+// the request to another request's timeout (the client did nothing
+// wrong, and may retry), 500 otherwise. A body
 // read the host stopped gets what nginx answers: 413 for a request body
 // over max_buffer, 408 for a client too slow to send it, 502 for a
 // response body over max_buffer, 504 for one too slow to arrive; a
@@ -92,7 +94,7 @@ func filterError(err error) error {
 	if errors.As(err, &xe) && xe.Status != 0 {
 		return &exchange.Error{Status: xe.Status, Message: xe.Message, Err: err}
 	}
-	if errors.Is(err, runtime.ErrTimeout) || errors.Is(err, runtime.ErrOverload) {
+	if errors.Is(err, runtime.ErrTimeout) || errors.Is(err, runtime.ErrOverload) || errors.Is(err, runtime.ErrInstanceGone) {
 		return &exchange.Error{Status: http.StatusServiceUnavailable, Message: "filter unavailable", Err: err}
 	}
 	return &exchange.Error{Status: http.StatusInternalServerError, Message: "filter failed", Err: err}

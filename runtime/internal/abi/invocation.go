@@ -70,9 +70,11 @@ type Invocation struct {
 	features Features
 
 	reqBody    io.Reader // lazily x.RequestBody()
-	reqBuf     []byte    // what the guest read, when buffering
-	reqBuffer  bool      // buffer_request was on at the first read
-	reqOut     []byte    // request body written by the guest
+	reqHeld    []byte    // the whole request body, read before the call (HoldRequestBody)
+	held       bool
+	reqBuf     []byte // what the guest read, when buffering
+	reqBuffer  bool   // buffer_request was on at the first read
+	reqOut     []byte // request body written by the guest
 	reqWritten bool
 	respBody   bytes.Reader
 	respOpen   bool
@@ -107,6 +109,12 @@ func (inv *Invocation) Begin(x HTTP, phase Phase, features Features) {
 	clear(inv.saved)
 	inv.saved = inv.saved[:0]
 }
+
+// HoldRequestBody tells the call that begins (after Begin, before the
+// call) that the host already read the whole request body, b, and set it
+// as x's: the guest's reads need no buffering, and after the call, if the
+// guest read it, b is set again for the next handler.
+func (inv *Invocation) HoldRequestBody(b []byte) { inv.reqHeld, inv.held = b, true }
 
 // savedField is a response header field as it was before a call changed
 // it: its name and values (none when it was absent).
@@ -180,6 +188,8 @@ func (inv *Invocation) End(next bool) error {
 		switch {
 		case inv.reqWritten:
 			inv.x.SetRequestBody(inv.reqOut)
+		case inv.held && inv.reqBody != nil:
+			inv.x.SetRequestBody(inv.reqHeld)
 		case inv.reqBuffer && inv.reqBody != nil:
 			// The guest has returned and its timer is stopped: the rest
 			// may take until the deadline itself.
@@ -211,6 +221,7 @@ func (inv *Invocation) End(next bool) error {
 	inv.x = nil
 	inv.phase = PhaseInit
 	inv.reqBody, inv.reqBuf, inv.reqBuffer = nil, nil, false
+	inv.reqHeld, inv.held = nil, false
 	inv.reqOut, inv.reqWritten = nil, false
 	inv.respBody.Reset(nil)
 	inv.respOpen, inv.respWrote = false, false
@@ -243,7 +254,7 @@ func (inv *Invocation) openRequest() {
 	if inv.reqBody == nil {
 		inv.reqBody = bytes.NewReader(nil)
 	}
-	inv.reqBuffer = inv.phase == PhaseRequest && inv.features&FeatureBufferRequest != 0
+	inv.reqBuffer = inv.phase == PhaseRequest && inv.features&FeatureBufferRequest != 0 && !inv.held
 }
 
 // readRequest fills p from the request body, waiting on the client until
@@ -254,7 +265,7 @@ func (inv *Invocation) readRequest(p []byte, until time.Time) (n int, err error)
 	if inv.bodyErr != nil || inv.reqEOF {
 		return 0, io.EOF
 	}
-	if !inv.rdAt.Equal(until) {
+	if !inv.held && !inv.rdAt.Equal(until) { // a held body is in memory: no waiting
 		inv.rdAt = until
 		d, ok := inv.x.(ReadDeadliner)
 		inv.rdConn = ok && d.SetReadDeadline(until) == nil

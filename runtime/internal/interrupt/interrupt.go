@@ -13,8 +13,12 @@
 // compilation, so the compiled checks stay and the goroutine goes.
 // Interrupt then does what that goroutine would have done at the
 // deadline: it marks the module closed with sys.ExitCodeDeadlineExceeded,
-// leaving its resources to the goroutine running the guest, which closes
-// them when the next check makes the guest exit. Close closes an
+// so that the next check makes the guest exit. Unlike wazero's goroutine
+// it leaves the module's resources (its WASI files, its code) alone, so
+// that Resume can put the module back in service once the interrupted
+// call returned: the other requests whose handle_request ran on it then
+// still get their handle_response (runtime/RATIONALE.md, "Why does a
+// timeout not fail the other requests of its instance?"). Close closes an
 // interrupted module for good once no call runs on it.
 //
 // This reads and writes fields wazero does not export. It was written
@@ -36,12 +40,18 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 )
 
-// wazero's wasm.ModuleInstance.Closed holds exitCode<<32|flag; this flag
-// (exitCodeFlagResourceNotClosed) makes FailIfClosed, which the guest's
-// goroutine runs at each check, close the module's resources.
+// wazero's wasm.ModuleInstance.Closed holds exitCode<<32|flag. wazero
+// sets flag 1 (exitCodeFlagResourceClosed) when it closed the module and
+// 2 (exitCodeFlagResourceNotClosed) when its goroutine closed it and left
+// the resources to FailIfClosed, which the guest's goroutine runs at each
+// check. Interrupt sets both bits, a value wazero never sets: FailIfClosed
+// matches neither case and only makes the guest exit, and Resume and
+// Close know the value for theirs.
 const (
 	flagMask              = 0xff
 	flagResourceNotClosed = 1 << 1
+	flagInterrupted       = 1<<0 | 1<<1
+	interrupted           = uint64(sys.ExitCodeDeadlineExceeded)<<32 | flagInterrupted
 	wazevoPkg             = "github.com/tetratelabs/wazero/internal/engine/wazevo"
 )
 
@@ -113,14 +123,22 @@ func (i Instance) Detach() {
 // returns, and any later call fail at once. It is safe to call from any
 // goroutine; it reports false when the module was already closed.
 func (i Instance) Interrupt() bool {
-	return i.closed.CompareAndSwap(0, uint64(sys.ExitCodeDeadlineExceeded)<<32|flagResourceNotClosed)
+	return i.closed.CompareAndSwap(0, interrupted)
+}
+
+// Resume undoes an Interrupt once the interrupted call returned: the
+// module can be called again, with its memory, globals and resources as
+// the interrupted call left them. It reports false when the module was
+// not interrupted (or was closed since). No call may run on the module.
+func (i Instance) Resume() bool {
+	return i.closed.CompareAndSwap(interrupted, 0)
 }
 
 // Close closes mod, whose Instance is i, through wazero's public Close,
 // also after an Interrupt (which, unlike Close, leaves the module known to
 // the runtime and its memory referenced). No call may run on mod.
 func (i Instance) Close(ctx context.Context, mod api.Module) error {
-	if c := i.closed.Load(); c&flagMask == flagResourceNotClosed {
+	if c := i.closed.Load(); c&flagMask == flagResourceNotClosed || c&flagMask == flagInterrupted {
 		i.closed.Store(0)
 		return mod.CloseWithExitCode(ctx, uint32(c>>32))
 	}

@@ -23,8 +23,9 @@ func guest(t *testing.T, name string) []byte {
 }
 
 // TestInterrupt: a detached module's looping call fails with
-// ExitCodeDeadlineExceeded once interrupted, and Close then removes the
-// module from the runtime (what wazero's own close does).
+// ExitCodeDeadlineExceeded once interrupted; Resume makes it callable
+// again, and Close removes an interrupted module from the runtime (what
+// wazero's own close does).
 func TestInterrupt(t *testing.T) {
 	if goruntime.GOARCH != "amd64" && goruntime.GOARCH != "arm64" {
 		t.Skip("wazero's interpreter: not supported")
@@ -68,6 +69,20 @@ func TestInterrupt(t *testing.T) {
 	}
 	if !mod.IsClosed() || rt.Module("m") == nil {
 		t.Fatalf("after Interrupt: closed %v, known to the runtime %v; want true, true", mod.IsClosed(), rt.Module("m") != nil)
+	}
+	// Resume puts it back in service: the next call runs.
+	if !i.Resume() || mod.IsClosed() {
+		t.Fatalf("Resume: module still closed")
+	}
+	if i.Resume() {
+		t.Error("Resume of a module not interrupted reported true")
+	}
+	if _, err := mod.ExportedFunction("handle_response").Call(ctx, 0, 0); err != nil {
+		t.Fatalf("call after Resume: %v", err)
+	}
+	// Interrupted again and not resumed, Close still closes it for good.
+	if !i.Interrupt() {
+		t.Fatal("second Interrupt: module already closed")
 	}
 	if err := i.Close(ctx, mod); err != nil {
 		t.Fatal(err)
