@@ -1,8 +1,17 @@
 package host
 
 import (
+	"bufio"
 	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 )
@@ -53,5 +62,117 @@ site "a.test" {
 				t.Errorf("admitted %d of 8, want %d", admitted, tt.admitted)
 			}
 		})
+	}
+}
+
+// TestSharedStoreHugeReply: a store that answers the rate-limit script
+// with a reply declaring 2 GB (or a huge array) is a store error: the
+// request follows on_store_error, and sluice does not allocate for it.
+func TestSharedStoreHugeReply(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply atomic.Value
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Go(func() { fakeRedis(c, reply.Load().(string)) })
+		}
+	})
+	tests := []struct {
+		name, onError, reply string
+		status               int
+	}{
+		{"a huge string, deny", "deny", "$1999999999\r\n", 503},
+		{"a huge array, deny", "deny", "*1999999999\r\n", 503},
+		{"a huge string, allow", "allow", "$1999999999\r\n", 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reply.Store(tt.reply)
+			src := fmt.Sprintf(`
+store "redis" {
+  address = %q
+  prefix  = %q
+}
+site "a.test" {
+  listen = ["127.0.0.1:PORT"]
+  route "/" {
+    respond { body = "ok" }
+    rate_limit {
+      rate           = "100/s"
+      on_store_error = %q
+    }
+  }
+}
+`, ln.Addr().String(), t.Name()+":", tt.onError)
+			_, base, _ := startConfig(t, src)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			status, _ := get(t, base+"/", "a.test")
+			runtime.ReadMemStats(&after)
+			if status != tt.status {
+				t.Errorf("status %d, want %d", status, tt.status)
+			}
+			if d := after.TotalAlloc - before.TotalAlloc; d > 64<<20 {
+				t.Errorf("one request allocated %d MiB", d>>20)
+			}
+		})
+	}
+}
+
+// fakeRedis answers HELLO as a RESP2-only server and every other command
+// with reply, until the client goes or 5 s pass.
+func fakeRedis(c net.Conn, reply string) {
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	r := bufio.NewReader(c)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, "*") {
+			return
+		}
+		n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
+		var name string
+		for i := range min(n, 64) {
+			h, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			l, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(h, "$")))
+			b := make([]byte, min(max(l, 0), 1<<20)+2)
+			if _, err := io.ReadFull(r, b); err != nil {
+				return
+			}
+			if i == 0 {
+				name = strings.ToUpper(string(b[:len(b)-2]))
+			}
+		}
+		out := reply
+		if name == "HELLO" {
+			out = "-ERR unknown command\r\n"
+		}
+		if _, err := io.WriteString(c, out); err != nil {
+			return
+		}
 	}
 }

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -110,11 +113,44 @@ func (p *pidFileT) write() error {
 	if p.path == "" {
 		return nil
 	}
-	tmp := p.path + ".tmp" + strconv.Itoa(os.Getpid())
-	if err := os.WriteFile(tmp, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
-		return err
+	// The file is written beside its path under a name no one else can
+	// have made ready (random, and refused if it exists: O_EXCL), never
+	// through a link (O_NOFOLLOW), then renamed over the path, which
+	// replaces a link rather than writing through it. A pid file in a
+	// directory others may write to must not let them point root's
+	// write at a file of their choice.
+	var f *os.File
+	var err error
+	for range 3 {
+		f, err = os.OpenFile(pidTempName(p.path), os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+		if !errors.Is(err, os.ErrExist) {
+			break
+		}
 	}
-	return os.Rename(tmp, p.path)
+	if err != nil {
+		return fmt.Errorf("pid file: %w", err)
+	}
+	tmp := f.Name()
+	_, err = f.WriteString(strconv.Itoa(os.Getpid()) + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, p.path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("pid file: %w", err)
+	}
+	return nil
+}
+
+// pidTempName is the name the pid file is written under before it is
+// renamed: beside it, with 64 random bits (a test replaces it).
+var pidTempName = func(path string) string {
+	var b [8]byte
+	rand.Read(b[:])
+	return path + ".tmp-" + hex.EncodeToString(b[:])
 }
 
 // handedOver keeps the file: the new process has written its own id.

@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -68,5 +69,49 @@ func TestUpgradeCommand(t *testing.T) {
 	}
 	if rc := cmdUpgrade([]string{"--pid-file", pid}); rc != 1 {
 		t.Errorf("a bad pid file: exit %d, want 1", rc)
+	}
+}
+
+// TestPidFileNoFollow: links that another user made ready at the names
+// the pid file is written under (the old fixed temporary name, the one
+// drawn, the path itself) are not written through: the file they point
+// at keeps its content, and the pid file holds the id.
+func TestPidFileNoFollow(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "sluice.pid")
+	drawn := path + ".tmp-drawn"
+	for _, name := range []string{
+		path + ".tmp" + strconv.Itoa(os.Getpid()), // the name before the fix
+		drawn,
+		path,
+	} {
+		if err := os.Symlink(victim, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := []string{drawn, path + ".tmp-fresh"}
+	old := pidTempName
+	pidTempName = func(string) string { n := names[0]; names = names[1:]; return n }
+	defer func() { pidTempName = old }()
+	p := pidFileT{path: path}
+	if err := p.write(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "secret\n" {
+		t.Fatalf("the linked file was overwritten: %q", b)
+	}
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("pid file: %v %v, want a regular file", fi, err)
+	}
+	if b, _ := os.ReadFile(path); strings.TrimSpace(string(b)) != strconv.Itoa(os.Getpid()) {
+		t.Fatalf("pid file holds %q", b)
+	}
+	if _, err := os.Lstat(path + ".tmp-fresh"); !os.IsNotExist(err) {
+		t.Fatalf("the temporary was left: %v", err)
 	}
 }

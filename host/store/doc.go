@@ -13,7 +13,9 @@
 // every failure is counted (Errors) under the operation that failed. A
 // rate-limit call is tried once (the request is waiting); blob and lock
 // calls up to three times, since a certificate lost on its way to the
-// store would cost a second order at the CA.
+// store would cost a second order at the CA. Every reply is bounded
+// before the client library reads it (reply.go): the server is not
+// trusted with sluice's memory.
 //
 // A Store is opened once per distinct block (Open) and lives as long as
 // the process, like the ACME managers that hold it: reloads that keep the

@@ -88,6 +88,16 @@ func Open(o Options) (*Store, error) {
 		}
 		ro.TLSConfig = tc
 	}
+	// Every reply is bounded before go-redis reads it (reply.go); the
+	// scanner sits above TLS, on the bytes the server wrote.
+	dial := redis.NewDialer(ro)
+	ro.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return bound(c, defaultLimits), nil
+	}
 	s := &Store{c: redis.NewClient(ro), prefix: o.Prefix, timeout: o.Timeout}
 	if open.by == nil {
 		open.by = map[string]*Store{}
@@ -244,8 +254,12 @@ func (s *Store) Get(ctx context.Context, name string) ([]byte, error) {
 	return b, nil
 }
 
-// Put stores data under name, with no expiry.
+// Put stores data under name, with no expiry. A blob over MaxBlob bytes
+// is refused: Get could not read it back.
 func (s *Store) Put(ctx context.Context, name string, data []byte) error {
+	if len(data) > MaxBlob {
+		return fmt.Errorf("store: put %q: %d bytes is over %d", name, len(data), MaxBlob)
+	}
 	err := s.retry(ctx, func(ctx context.Context, _ int) error {
 		return s.c.Set(ctx, s.prefix+name, data, 0).Err()
 	})
