@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -553,7 +554,7 @@ func hasToken(v []byte, tok string) bool {
 // allows it for the rest), an oversized header a 431, an oversized body a
 // 413.
 func (l *Listener) engineError(ctx *fasthttp.RequestCtx, err error) {
-	if l.opts.H2C && strings.Contains(err.Error(), "unsupported http version") {
+	if l.opts.H2C && failedPreface(err) {
 		// On an h2c listener, a first line that is neither the HTTP/2
 		// preface nor an HTTP/1.x request line is a failed preface
 		// (RFC 9113, 3.4): the connection closes unanswered.
@@ -579,6 +580,29 @@ func (l *Listener) engineError(ctx *fasthttp.RequestCtx, err error) {
 	ctx.SetContentType("text/plain; charset=utf-8")
 	ctx.SetBodyString(msg + "\n")
 	linger(ctx.Conn())
+}
+
+// failedPreface reports whether fasthttp refused a request line for a
+// version field with no "HTTP/" in it at all ("INVALID CONNECTION
+// PREFACE", as h2spec sends): that is no HTTP/1.x client, and on an h2c
+// listener an HTTP/2 one that got its preface wrong. A version that is
+// HTTP/1.x's gone wrong ("HTTP/1.10", "http/1.1", a trailing space, a
+// target with a space in it) is a malformed request, and a 400.
+func failedPreface(err error) bool {
+	const unsupported = "unsupported http version "
+	_, rest, ok := strings.Cut(err.Error(), unsupported)
+	if !ok {
+		return false
+	}
+	q, qerr := strconv.QuotedPrefix(rest)
+	if qerr != nil {
+		return false
+	}
+	proto, qerr := strconv.Unquote(q)
+	if qerr != nil {
+		return false
+	}
+	return !strings.Contains(strings.ToUpper(proto), "HTTP/")
 }
 
 // closeQueues stops handing connections to the engines; their Serve
