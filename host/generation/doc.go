@@ -23,8 +23,9 @@
 // handler. Errors go back to the engine, which renders them
 // (host/listen).
 //
-// It imports the handler packages below it and config; it knows nothing
-// of listeners or of the instance that swaps generations in: whatever
+// What it imports of host is drawn in host/README.md; outside host,
+// config and runtime. It knows nothing of listeners or of the instance
+// that swaps generations in: whatever
 // outlives a generation (the Wasm engine, telemetry) comes in through
 // Deps (Deps.Engine, Deps.Wrap, Deps.Upstream).
 package generation
