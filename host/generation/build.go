@@ -50,7 +50,7 @@ func Build(cfg *config.Config, d Deps) (_ *Generation, err error) {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	g := &Generation{Tables: map[string]*route.Table{}, Grace: cfg.Server.ShutdownTimeout, Info: cfg}
+	g := &Generation{Tables: map[string]*route.Table{}, Grace: cfg.Server.ShutdownTimeout, Config: cfg}
 	if g.Grace <= 0 {
 		g.Grace = 30e9
 	}
