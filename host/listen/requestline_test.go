@@ -42,6 +42,9 @@ func TestMalformedRequestLine(t *testing.T) {
 		// CRLF CRLF) once the client stops sending; net/http reads a bare
 		// LF as a line end, as RFC 9112, section 2.2, allows.
 		{"bare LF", "GET / HTTP/1.1\nHost: a\n\n", true, 400, -1, ok},
+		// While the client waits, fasthttp waits for the CRLF CRLF too,
+		// up to read_header_timeout: then a 408, still no reset.
+		{"bare LF, client waiting", "GET / HTTP/1.1\nHost: a\n\n", false, 408, -1, ok},
 		{"failed h2 preface", "INVALID CONNECTION PREFACE\r\n\r\n", false, 400, closed, -1},
 	} {
 		for _, e := range engines {
@@ -73,6 +76,10 @@ func TestMalformedRequestLine(t *testing.T) {
 
 type requestLineEngine struct{ name, addr string }
 
+// headerTimeout is the engines' read_header_timeout: short, since one
+// case waits it out.
+const headerTimeout = 300 * time.Millisecond
+
 // requestLineEngines starts fasthttp on a plain listener, fasthttp
 // behind an h2c listener's sorting, and net/http serving HTTP/1.1, each
 // answering 200 to every request it parses.
@@ -85,7 +92,7 @@ func requestLineEngines(t *testing.T) []requestLineEngine {
 	})
 	var engines []requestLineEngine
 	for _, h2c := range []bool{false, true} {
-		l, err := Open(Options{Address: "127.0.0.1:0", MaxHeaderBytes: 16 << 10, H2C: h2c, ReadHeaderTimeout: 2 * time.Second},
+		l, err := Open(Options{Address: "127.0.0.1:0", MaxHeaderBytes: 16 << 10, H2C: h2c, ReadHeaderTimeout: headerTimeout},
 			Deps{Log: log, Handler: func(string) exchange.Handler { return h }})
 		if err != nil {
 			t.Fatal(err)
@@ -106,7 +113,7 @@ func requestLineEngines(t *testing.T) []requestLineEngine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &Listener{opts: Options{ReadHeaderTimeout: 2 * time.Second, MaxHeaderBytes: 16 << 10}, log: log}
+	l := &Listener{opts: Options{ReadHeaderTimeout: headerTimeout, MaxHeaderBytes: 16 << 10}, log: log}
 	std := l.newStd(exchange.Std(h, l.renderError))
 	var p http.Protocols
 	p.SetHTTP1(true)
