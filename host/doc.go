@@ -24,14 +24,25 @@
 //	    malformed is 400), which every later stage sees
 //	                                           [host/generation, host/route]
 //	  → route by longest path prefix           [host/route]
-//	  → allow/deny, rate limit                 [host/gateway]
-//	    (with a store: counted in Redis, shared by every instance,
-//	    after a local allowance per key)       [host/store]
-//	  → request filters in declared order (Wasm) [host/chain → runtime]
-//	  → native handler: static files or proxy  [host/static, host/proxy]
-//	  → response filters in reverse order      [host/chain]
-//	  → errors rendered in one place           [host/listen: render.go]
-//	  → access log, metrics, the server span   [host/observe]
+//	  → the route's stack, outermost first, as host/generation's
+//	    routeStack lists it (stack.go):
+//	    observe         metrics, the server span, the access log
+//	                                           [host/observe]
+//	    error pages     the site's page for an error's status
+//	    allow/deny      the route's ACL        [host/gateway]
+//	    rate limit      keyed by address or header
+//	                                           [host/gateway, host/store]
+//	    filters         the route's Wasm filters, in declared order
+//	                    (request phase in that order, response phase
+//	                    in reverse)            [host/chain → runtime]
+//	    rate limit      keyed by consumer, which a filter sets, so it
+//	                    runs after the filters [host/gateway, host/store]
+//	    handler         static, proxy or respond
+//	                                           [host/static, host/proxy, host/respond]
+//	    (a rate limit with a store counts in Redis, shared by every
+//	    instance, after a local allowance per key)
+//	  → errors rendered in one place, custom error pages too: the cause
+//	    logged, the connection's fate decided [host/listen: render.go]
 //
 // Around it: the admin API (/metrics, /healthz, /readyz, /config,
 // /filters, POST /reload, POST /upgrade) in host/admin, wired with

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -209,4 +210,54 @@ func TestHouseDrawing(t *testing.T) {
 		return
 	}
 	t.Errorf("README.md's import drawing is out of date (go test ./host -run TestHouseDrawing -update rewrites it):\n--- got\n%s--- want\n%s", got, want)
+}
+
+// negation marks a clause about what a package must not import: a rule
+// the drawing cannot show, so a doc.go may state it.
+var negation = regexp.MustCompile(`\b(not|never|nothing|neither|nor|no)\b`)
+
+// TestHouseDocs fails when a doc.go under host lists the host packages
+// it imports, which the drawing in README.md shows (and TestHouseDrawing
+// keeps true): a clause that speaks of importing (asides in brackets
+// left out), and neither of what must not be imported nor of README.md,
+// names no package under host but the one it is about.
+func TestHouseDocs(t *testing.T) {
+	graph := hostImports(t)
+	names := map[string]bool{}
+	for p := range graph {
+		names[p] = true
+		if p != "host" {
+			names[strings.TrimPrefix(p, "host/")] = true
+		}
+	}
+	word := regexp.MustCompile(`[a-z0-9/]+`)
+	for p := range graph {
+		file := filepath.Join(strings.TrimPrefix(strings.TrimPrefix(p, "host"), "/"), "doc.go")
+		b, err := os.ReadFile(file)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		self := map[string]bool{p: true, strings.TrimPrefix(p, "host/"): true, filepath.Base(p): true}
+		var text strings.Builder
+		for _, line := range strings.Split(string(b), "\n") {
+			if c, ok := strings.CutPrefix(line, "//"); ok {
+				text.WriteString(c + " ")
+			}
+		}
+		plain := regexp.MustCompile(`\([^()]*\)`).ReplaceAllString(text.String(), "") // asides
+		for _, clause := range regexp.MustCompile(`[.;:]\s`).Split(plain, -1) {
+			if !strings.Contains(clause, "import") || negation.MatchString(clause) || strings.Contains(clause, "README.md") {
+				continue
+			}
+			for _, w := range word.FindAllString(clause, -1) {
+				if names[w] && !self[w] {
+					t.Errorf("%s restates an import (%s) in %q: point at host/README.md, whose drawing TestHouseDrawing keeps true", file, w, strings.TrimSpace(clause))
+					break
+				}
+			}
+		}
+	}
 }

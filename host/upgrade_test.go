@@ -119,7 +119,7 @@ func TestHandoverSockets(t *testing.T) {
 	}
 	next := NewServer(tlsTestDeps().Log)
 	next.inherit = socks
-	g, err := generation.Build(old.Current().Info.(*config.Config), tlsTestDeps())
+	g, err := generation.Build(old.Current().Config, tlsTestDeps())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,16 +48,40 @@ Examples:
   sluice filter run filter.wasm --request req.http`
 
 func runFilterCmd(args []string, stdout, stderr io.Writer) int {
+	r, code := parseFilterRun(args, stderr)
+	if r == nil {
+		return code
+	}
+	return r.report(r.run(), stdout, stderr)
+}
+
+// filterRun is one `sluice filter run`: the module, its config and the
+// request, read and checked, and what the next handler answers.
+type filterRun struct {
+	path     string // the module's file
+	wasm     []byte
+	config   []byte
+	request  *filtertest.Exchange
+	upStatus int
+	upBody   string
+	timeout  time.Duration
+	memory   int64
+}
+
+// parseFilterRun reads the command line and the files it names. It
+// returns nil and the exit code when there is nothing to run: 0 for
+// help, 2 for a usage error, 1 for an input that cannot be read.
+func parseFilterRun(args []string, stderr io.Writer) (*filterRun, int) {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprintf(stderr, "Usage: sluice filter run MODULE.wasm [FLAGS]\n\n%s\n\nRun `sluice filter run -h` for the flags.\n", filterAbout)
 		if len(args) == 0 {
-			return 2
+			return nil, 2
 		}
-		return 0
+		return nil, 0
 	}
 	if args[0] != "run" {
 		fmt.Fprintf(stderr, "sluice filter: unknown subcommand %q (want run)\n", args[0])
-		return 2
+		return nil, 2
 	}
 	fs := flag.NewFlagSet("filter run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -68,65 +92,85 @@ func runFilterCmd(args []string, stdout, stderr io.Writer) int {
 	var headers headerFlags
 	fs.Var(&headers, "header", "request header 'Name: value' (repeatable)")
 	body := fs.String("body", "", "request body")
-	upStatus := fs.Int("upstream-status", 200, "status the next handler answers with")
-	upBody := fs.String("upstream-body", "", "body the next handler answers with")
-	timeout := fs.Duration("timeout", time.Second, "deadline of each guest call")
-	memory := fs.Int64("memory", 64<<20, "memory limit of the instance, bytes")
+	r := &filterRun{}
+	fs.IntVar(&r.upStatus, "upstream-status", 200, "status the next handler answers with")
+	fs.StringVar(&r.upBody, "upstream-body", "", "body the next handler answers with")
+	fs.DurationVar(&r.timeout, "timeout", time.Second, "deadline of each guest call")
+	fs.Int64Var(&r.memory, "memory", 64<<20, "memory limit of the instance, bytes")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: sluice filter run MODULE.wasm [FLAGS]\n\n%s\n\nFlags:\n", filterAbout)
 		fs.PrintDefaults()
 	}
-	// Flags may come before or after the module path.
-	var positional []string
-	rest := args[1:]
-	for {
-		if err := fs.Parse(rest); err != nil {
-			if err == flag.ErrHelp {
-				return 0
-			}
-			return 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		rest = fs.Args()[1:]
+	positional, code := parseInterspersed(fs, args[1:])
+	if code >= 0 {
+		return nil, code
 	}
 	if len(positional) != 1 {
 		fmt.Fprintln(stderr, "sluice filter run: want exactly one MODULE.wasm")
 		fs.Usage()
-		return 2
+		return nil, 2
 	}
-	modPath := positional[0]
-	fail := func(format string, a ...any) int {
+	r.path = positional[0]
+	fail := func(format string, a ...any) (*filterRun, int) {
 		fmt.Fprintf(stderr, "sluice filter run: "+format+"\n", a...)
-		return 1
+		return nil, 1
 	}
-
-	wasm, err := os.ReadFile(modPath)
-	if err != nil {
+	var err error
+	if r.wasm, err = os.ReadFile(r.path); err != nil {
 		return fail("%v", err)
 	}
-	cfg := []byte(*cfgFlag)
+	r.config = []byte(*cfgFlag)
 	if strings.HasPrefix(*cfgFlag, "@") {
-		if cfg, err = os.ReadFile((*cfgFlag)[1:]); err != nil {
+		if r.config, err = os.ReadFile((*cfgFlag)[1:]); err != nil {
 			return fail("config: %v", err)
 		}
 	}
-	if !json.Valid(cfg) {
-		return fail("config is not valid JSON: %s", cfg)
+	if !json.Valid(r.config) {
+		return fail("config is not valid JSON: %s", r.config)
 	}
-
-	var x *filtertest.Exchange
 	if *reqFile != "" {
-		x, err = readRequest(*reqFile)
+		r.request, err = readRequest(*reqFile)
 	} else {
-		x, err = flagRequest(*method, *target, headers, *body)
+		r.request, err = flagRequest(*method, *target, headers, *body)
 	}
 	if err != nil {
 		return fail("request: %v", err)
 	}
+	return r, 0
+}
 
+// parseInterspersed parses flags that may come before or after the
+// positional arguments, and returns those. code is -1 when parsing
+// succeeded, else the exit code (0 for -h).
+func parseInterspersed(fs *flag.FlagSet, args []string) (positional []string, code int) {
+	for {
+		if err := fs.Parse(args); err != nil {
+			if err == flag.ErrHelp {
+				return nil, 0
+			}
+			return nil, 2
+		}
+		if fs.NArg() == 0 {
+			return positional, -1
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// filterOutcome is what running the filter did: the load's and the
+// calls' times, the result, the guest's and runtime's log lines, and the
+// load's or the run's error.
+type filterOutcome struct {
+	load, instantiate time.Duration
+	res               filtertest.Result
+	logs              string
+	loadErr, err      error
+}
+
+// run loads the module on an engine with the runtime's default cache
+// (filtertest.Load "") and runs the request through it.
+func (r *filterRun) run() *filterOutcome {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{
 		Level: slog.LevelDebug,
@@ -137,50 +181,59 @@ func runFilterCmd(args []string, stdout, stderr io.Writer) int {
 			return a
 		},
 	}))
-	ctx := context.Background()
-	cacheDir := ""
-	if base, err := os.UserCacheDir(); err == nil {
-		cacheDir = filepath.Join(base, "sluice", "wasm")
-	}
+	o := &filterOutcome{}
 	start := time.Now()
-	f, err := filtertest.Load(ctx, strings.TrimSuffix(filepath.Base(modPath), ".wasm"), wasm, runtime.FilterOptions{
-		Config: cfg, Timeout: *timeout, MemoryLimit: *memory, PoolSize: 1,
-	}, log, cacheDir)
-	load := time.Since(start)
-	sum := sha256.Sum256(wasm)
-	fmt.Fprintf(stdout, "module   %s (%s, sha256:%s)\n", modPath, size(len(wasm)), hex.EncodeToString(sum[:6]))
+	f, err := filtertest.Load(context.Background(), strings.TrimSuffix(filepath.Base(r.path), ".wasm"), r.wasm,
+		runtime.FilterOptions{Config: r.config, Timeout: r.timeout, MemoryLimit: r.memory, PoolSize: 1}, log, "")
+	o.load = time.Since(start)
 	if err != nil {
-		printLogs(stdout, &logs)
-		return fail("load: %v", err)
+		o.loadErr, o.logs = err, logs.String()
+		return o
 	}
-	defer f.Close()
-
-	res, err := f.Do(x, func(x *filtertest.Exchange) {
-		x.StatusCode = *upStatus
-		x.RespBody.WriteString(*upBody)
+	o.instantiate = f.Instantiate
+	o.res, o.err = f.Do(r.request, func(x *filtertest.Exchange) {
+		x.StatusCode = r.upStatus
+		x.RespBody.WriteString(r.upBody)
 	})
-	fmt.Fprintf(stdout, "timing   load %s (instantiate %s), handle_request %s", round(load), round(f.Instantiate), round(res.Request))
-	if res.Continued {
-		fmt.Fprintf(stdout, ", handle_response %s", round(res.Response))
+	o.logs = logs.String() // what closing logs is not the request's
+	_ = f.Close()
+	return o
+}
+
+// report prints what the filter did and returns the exit code.
+func (r *filterRun) report(o *filterOutcome, stdout, stderr io.Writer) int {
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "sluice filter run: "+format+"\n", a...)
+		return 1
+	}
+	sum := sha256.Sum256(r.wasm)
+	fmt.Fprintf(stdout, "module   %s (%s, sha256:%s)\n", r.path, size(len(r.wasm)), hex.EncodeToString(sum[:6]))
+	if o.loadErr != nil {
+		printLogs(stdout, o.logs)
+		return fail("load: %v", o.loadErr)
+	}
+	fmt.Fprintf(stdout, "timing   load %s (instantiate %s), handle_request %s", round(o.load), round(o.instantiate), round(o.res.Request))
+	if o.res.Continued {
+		fmt.Fprintf(stdout, ", handle_response %s", round(o.res.Response))
 	}
 	fmt.Fprintln(stdout)
-	if res.Features != 0 {
-		fmt.Fprintf(stdout, "features %s\n", res.Features)
+	if o.res.Features != 0 {
+		fmt.Fprintf(stdout, "features %s\n", o.res.Features)
 	}
-	printLogs(stdout, &logs)
-	if err != nil {
-		return fail("%v", err)
+	printLogs(stdout, o.logs)
+	if o.err != nil {
+		return fail("%v", o.err)
 	}
-	if res.Continued {
+	if o.res.Continued {
 		fmt.Fprintln(stdout, "result   continued to the next handler")
 		fmt.Fprintln(stdout, "\nrequest as the next handler sees it:")
-		printRequest(stdout, x)
+		printRequest(stdout, r.request)
 		fmt.Fprintln(stdout, "\nresponse after handle_response:")
 	} else {
 		fmt.Fprintln(stdout, "result   answered by the filter")
 		fmt.Fprintln(stdout, "\nresponse:")
 	}
-	printResponse(stdout, x)
+	printResponse(stdout, r.request)
 	return 0
 }
 
@@ -201,8 +254,8 @@ func size(n int) string {
 	return fmt.Sprintf("%.1f KiB", float64(n)/1024)
 }
 
-func printLogs(w io.Writer, logs *bytes.Buffer) {
-	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+func printLogs(w io.Writer, logs string) {
+	for _, l := range strings.Split(strings.TrimSpace(logs), "\n") {
 		if l != "" && !strings.Contains(l, "compiled wasm module") {
 			fmt.Fprintf(w, "log      %s\n", l)
 		}

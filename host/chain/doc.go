@@ -6,5 +6,6 @@
 // Where it sits on the request path: after site and route matching and
 // the gateway checks, around the native handler (static or proxy).
 //
-// It imports host/exchange and runtime; runtime never imports it.
+// What it imports of host is drawn in host/README.md; outside host,
+// runtime, which never imports it.
 package chain

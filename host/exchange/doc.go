@@ -7,10 +7,10 @@
 // a net/http handler too, for HTTP/3) accepts a request, wraps it in an
 // Exchange through its adapter (Fast, Std, or host/h2's stream, which
 // embeds Hooks: engine.go), and hands it to a Handler. Everything after
-// that point is written once against Exchange and runs unchanged on both
-// engines.
+// that point is written once against Exchange and runs unchanged on every
+// engine.
 //
-// Contract shared by both adapters:
+// Contract shared by the three adapters (Fast, Std and host/h2's stream):
 //
 //   - A response is described, then committed: status, headers and body
 //     (SetBody, Write, SendFile or Stream) are recorded while the handler
@@ -23,10 +23,9 @@
 //   - For HEAD requests the adapters send the headers (Content-Length
 //     included) and no body.
 //
-// Of the project it imports runtime/api (the HTTP interface it embeds,
-// declared there once so that the filter runtime takes an Exchange as is;
-// a leaf package of the standard library only), host/internal/sockpeek
-// (whether a client has gone, without reading) and host/internal/ascii
-// (header bytes). It imports nothing else of
-// the project: no engine-independent handler, no config, no Wasm runtime.
+// What it imports of host is drawn in host/README.md (internal helpers
+// only); outside host, runtime/api alone (the HTTP interface it embeds,
+// declared there once so that the filter runtime takes an Exchange as
+// is; a leaf package of the standard library only). It must not import a
+// handler, config or the Wasm runtime.
 package exchange

@@ -26,6 +26,6 @@
 // and framing checks fasthttp's parser skips, lingering close, header
 // timeouts).
 //
-// frontdoor imports exchange, route, tlsconf and proxy/forwarded; it
-// knows nothing of engines, generations or config.
+// What frontdoor imports is drawn in host/README.md; it knows nothing of
+// engines, generations or config.
 package frontdoor

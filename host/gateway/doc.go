@@ -22,9 +22,10 @@
 // tags are the schema, RateLimitDefaults the defaults, its doc tags the
 // reference in config/CONFIG.md); see block.go.
 //
-// It imports host/exchange, host/proxy/forwarded and config (to register
-// the rate_limit block; config imports nothing of the host): never
-// runtime, nor the store (Shared is an interface of its own). The host
+// What it imports of host is drawn in host/README.md; outside host,
+// config (to register the rate_limit block; config imports nothing of
+// the host). It must not import runtime, nor the store (Shared is an
+// interface of its own). The host
 // adds the store and the limit's name to a decoded RateLimit, and maps a
 // route's allow and deny onto the ACL.
 package gateway

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"os"
 	"strings"
 
 	"github.com/sluicehq/sluice/config"
@@ -51,7 +50,7 @@ func Build(cfg *config.Config, d Deps) (_ *Generation, err error) {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	g := &Generation{Tables: map[string]*route.Table{}, Grace: cfg.Server.ShutdownTimeout, Info: cfg}
+	g := &Generation{Tables: map[string]*route.Table{}, Grace: cfg.Server.ShutdownTimeout, Config: cfg}
 	if g.Grace <= 0 {
 		g.Grace = 30e9
 	}
@@ -130,28 +129,11 @@ func buildSite(cfg *config.Config, s *config.Site, d Deps, g *Generation) (*rout
 	}
 	for _, r := range s.Routes {
 		h, err := buildRoute(r, d, g)
+		if err == nil {
+			h, err = routeStack(r, s, h, d, shared, pages) // stack.go
+		}
 		if err != nil {
 			return nil, fmt.Errorf("site %q: route %q: %w", s.Name, r.Path, err)
-		}
-		inner, outer, err := gatewayFor(r, shared, s.Name)
-		if err != nil {
-			return nil, fmt.Errorf("site %q: route %q: %w", s.Name, r.Path, err)
-		}
-		h = inner(h)
-		if len(r.Filters) > 0 {
-			if d.Filters == nil {
-				return nil, fmt.Errorf("site %q: route %q: filters are not available", s.Name, r.Path)
-			}
-			if h, err = d.Filters(r.Filters, h); err != nil {
-				return nil, fmt.Errorf("site %q: route %q: %w", s.Name, r.Path, err)
-			}
-		}
-		h = outer(h)
-		if len(pages) > 0 {
-			h = errorPages{next: h, pages: pages}
-		}
-		if d.Wrap != nil {
-			h = d.Wrap(s.Name, r.Path, h)
 		}
 		rs.Routes = append(rs.Routes, &route.Route{Prefix: r.Path, Handler: h})
 	}
@@ -220,42 +202,6 @@ func httpsRedirect(s *config.Site) exchange.Handler {
 		x.SetBody([]byte("redirecting to https\n"))
 		return nil
 	})
-}
-
-// errorPages renders a site's custom error page for errors a route
-// returns.
-type errorPages struct {
-	next  exchange.Handler
-	pages map[int][]byte
-}
-
-func loadErrorPages(files map[int]string) (map[int][]byte, error) {
-	pages := make(map[int][]byte, len(files))
-	for code, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("error page %d: %w", code, err)
-		}
-		pages[code] = b
-	}
-	return pages, nil
-}
-
-func (e errorPages) ServeExchange(x exchange.Exchange) error {
-	err := e.next.ServeExchange(x)
-	if err == nil {
-		return nil
-	}
-	status := exchange.StatusOf(err)
-	page, ok := e.pages[status]
-	if !ok {
-		return err
-	}
-	x.ResetBody()
-	x.SetStatus(status)
-	x.SetResponseHeader("Content-Type", "text/html; charset=utf-8")
-	x.SetBody(page)
-	return nil
 }
 
 // newDoor builds the front door of one listener of g.

@@ -4,10 +4,12 @@
 // Build makes, for every listener of the config, its front door
 // (host/frontdoor: the request policy, the site by authority, its TLS
 // policy) and its route table (host/route), and for every route its
-// handler: the native one (host/static, host/proxy, respond), behind the
+// stack (stack.go: routeStack lists it outermost first, and host/doc.go
+// quotes it): Deps.Wrap (telemetry), the site's error pages, the
 // route's allow/deny list and rate limit (host/gateway, counting in
-// host/store when shared) and its Wasm filters (host/chain, built by
-// BuildFilters and ChainFor), wrapped by Deps.Wrap (telemetry). Each
+// host/store when shared), its Wasm filters (host/chain, built by
+// BuildFilters and ChainFor), a rate limit keyed by consumer, and the
+// native handler (host/static, host/proxy, respond). Each
 // TLS listener gets its certificates and policies (host/tlsconf). What
 // runs in the background (health checks, ACME orders) is collected in
 // Starters and started only when the generation goes in; Closers undo
@@ -21,8 +23,9 @@
 // handler. Errors go back to the engine, which renders them
 // (host/listen).
 //
-// It imports the handler packages below it and config; it knows nothing
-// of listeners or of the instance that swaps generations in: whatever
+// What it imports of host is drawn in host/README.md; outside host,
+// config and runtime. It knows nothing of listeners or of the instance
+// that swaps generations in: whatever
 // outlives a generation (the Wasm engine, telemetry) comes in through
 // Deps (Deps.Engine, Deps.Wrap, Deps.Upstream).
 package generation

@@ -31,8 +31,9 @@ type Generation struct {
 	Starters []func()
 	// Closers are closed, in order, once the generation has drained.
 	Closers []func() error
-	// Info is the host's own data for admin endpoints (the config, say).
-	Info any
+	// Config is the config the generation was built from (nil for one
+	// made by hand).
+	Config *config.Config
 	// Filters are the generation's Wasm filters by name.
 	Filters map[string]*runtime.Filter
 	// Doors maps a configured listen address to its front door: the

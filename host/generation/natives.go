@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/config"
-	"github.com/sluicehq/sluice/host/exchange"
 	"github.com/sluicehq/sluice/host/gateway"
 	"github.com/sluicehq/sluice/host/proxy"
 	"github.com/sluicehq/sluice/host/store"
@@ -56,39 +55,27 @@ func prefixes(list []string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// gatewayFor wraps a route's handler with its allow/deny list and rate
-// limit. ACLs and address-keyed limits run before the filters; a limit
-// keyed by "consumer" runs after them, since an auth filter sets the
-// consumer. inner wraps the native handler, outer the whole chain.
-// With a shared store, the limit counts there, across every instance,
-// under the name "site/route".
-func gatewayFor(r *config.Route, shared *store.Store, site string) (inner, outer func(exchange.Handler) exchange.Handler, err error) {
-	id := func(h exchange.Handler) exchange.Handler { return h }
-	inner, outer = id, id
-	var acl *gateway.ACL
+// gatewayFor builds a route's allow/deny list and rate limit, each nil
+// when the route has none, and reports whether the limit is keyed by
+// "consumer": that one runs after the filters, since an auth filter
+// sets the consumer (routeStack). With a shared store, the limit counts
+// there, across every instance, under the name "site/route".
+func gatewayFor(r *config.Route, shared *store.Store, site string) (acl *gateway.ACL, lim *gateway.Limiter, consumer bool, err error) {
 	if len(r.Allow) > 0 || len(r.Deny) > 0 {
 		if acl, err = gateway.NewACL(r.Allow, r.Deny); err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 	}
-	var lim *gateway.Limiter
 	rl, _ := r.Blocks["rate_limit"].(*gateway.RateLimit)
-	if rl != nil {
-		c := *rl
-		if shared != nil {
-			c.Shared, c.Name = shared, site+r.Path
-		}
-		if lim, err = gateway.NewLimiter(c); err != nil {
-			return nil, nil, err
-		}
+	if rl == nil {
+		return acl, nil, false, nil
 	}
-	if lim != nil && rl.Key == "consumer" {
-		consumer := lim // the closure must not see lim = nil below
-		inner = func(h exchange.Handler) exchange.Handler { return gateway.Wrap(h, consumer, nil) }
-		lim = nil
+	c := *rl
+	if shared != nil {
+		c.Shared, c.Name = shared, site+r.Path
 	}
-	if acl != nil || lim != nil {
-		outer = func(h exchange.Handler) exchange.Handler { return gateway.Wrap(h, lim, acl) }
+	if lim, err = gateway.NewLimiter(c); err != nil {
+		return nil, nil, false, err
 	}
-	return inner, outer, nil
+	return acl, lim, rl.Key == "consumer", nil
 }

@@ -58,7 +58,7 @@ func Validate(cfg *config.Config) hcl.Diagnostics {
 			g := &Generation{}
 			_, err := buildRoute(r, d, g)
 			if err == nil {
-				_, _, err = gatewayFor(r, nil, s.Name) // validate opens no store connection
+				_, _, _, err = gatewayFor(r, nil, s.Name) // validate opens no store connection
 			}
 			g.close(d.Log) // nothing was started: this only releases
 			if err != nil {

@@ -8,9 +8,23 @@ import (
 	"github.com/sluicehq/sluice/host/exchange"
 )
 
+// errorPage is an error that comes with a page of its own for its
+// status: a site's custom error page (host/generation's pageError). It is
+// rendered like every other error; only the body differs.
+type errorPage interface {
+	ErrorPage() (contentType string, body []byte)
+}
+
+// failedFields describe the body of the response a handler gave up on
+// (its coding, its validators, its range): none of them is true of the
+// error's body.
+var failedFields = [...]string{"Content-Encoding", "Content-Range", "Content-Language", "Content-Location",
+	"Content-Disposition", "ETag", "Last-Modified"}
+
 // renderError is the one place that turns a handler's error into a
 // response, for every engine of the listener: the status it carries and
-// a short plain-text body. Causes go to the log, never to the client.
+// a short plain-text body, or the site's page for it. Causes go to the
+// log, never to the client.
 func (l *Listener) renderError(x exchange.Exchange, err error) {
 	status := exchange.StatusOf(err)
 	switch status {
@@ -30,18 +44,25 @@ func (l *Listener) renderError(x exchange.Exchange, err error) {
 	} else {
 		l.log.Error("request failed", "method", string(x.Method()), "path", string(x.Path()), "error", err)
 	}
-	if msg == "" {
-		msg = http.StatusText(status)
+	contentType, body := "text/plain; charset=utf-8", []byte(nil)
+	var page errorPage
+	if errors.As(err, &page) {
+		contentType, body = page.ErrorPage()
+	} else {
+		if msg == "" {
+			msg = http.StatusText(status)
+		}
 		if msg == "" {
 			msg = fmt.Sprintf("status %d", status)
 		}
+		body = []byte(msg + "\n")
 	}
 	x.ResetBody()
 	x.SetStatus(status)
-	x.DelResponseHeader("Content-Encoding")
-	x.DelResponseHeader("ETag")
-	x.DelResponseHeader("Last-Modified")
-	x.SetResponseHeader("Content-Type", "text/plain; charset=utf-8")
+	for _, f := range failedFields {
+		x.DelResponseHeader(f)
+	}
+	x.SetResponseHeader("Content-Type", contentType)
 	x.SetResponseHeader("X-Content-Type-Options", "nosniff")
-	x.SetBody([]byte(msg + "\n"))
+	x.SetBody(body)
 }

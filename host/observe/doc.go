@@ -17,8 +17,8 @@
 // method and status, so a request costs atomic loads and histogram
 // observations, not map lookups with string building.
 //
-// observe imports exchange, Prometheus and OpenTelemetry; it must not
-// import runtime (the filter host calls it through a method set that
-// matches runtime.Observer) nor config (host translates config into
-// Options).
+// What observe imports of host is drawn in host/README.md; outside host,
+// Prometheus and OpenTelemetry. It must not import runtime (the filter
+// host calls it through a method set that matches runtime.Observer) nor
+// config (host translates config into Options).
 package observe

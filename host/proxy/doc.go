@@ -34,8 +34,7 @@
 // config/CONFIG.md; block.go registers it with config.RegisterHandler, so
 // a decoded block reaches New as it is.
 //
-// Of the project it imports config (to register its block; config imports
-// nothing of the host), host/exchange, its own forwarded package and the
-// host's internal helpers (ascii, lazyconn, pemfile, sockpeek): never
-// runtime.
+// What it imports of host is drawn in host/README.md; outside host,
+// config (to register its block; config imports nothing of the host). It
+// must not import runtime.
 package proxy

@@ -1,7 +1,9 @@
 // Package route picks the site and the route for a request: the site by
 // Host (exact names, aliases, "*.suffix" wildcards, then the listener's
-// default; port and letter case ignored), the route by the longest path
-// prefix, matched against the request's canonical path.
+// default; port, trailing dot and letter case ignored), by
+// host/internal/hostname's rule, the one tlsconf picks a site by from a
+// TLS server name, and the route by the longest path prefix, matched
+// against the request's canonical path.
 //
 // Canonical is the one canonicaliser of request paths: percent-decoded
 // once, '\\' and "%5C" read as '/', dot segments resolved after decoding,
@@ -18,5 +20,5 @@
 // config generation and never changes; Canonical and Match allocate nothing
 // for a path that is already canonical.
 //
-// It imports only host/exchange.
+// What it imports is drawn in host/README.md.
 package route

@@ -3,9 +3,9 @@ package route
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/internal/hostname"
 )
 
 // Route is one path prefix of a site and what serves it.
@@ -26,8 +26,9 @@ type Route struct {
 type Site struct {
 	// Name is the site's label in the config; used in logs and metrics.
 	Name string
-	// Hosts are the names that select the site (name and aliases), lower
-	// case; "*.example.com" matches any one or more labels before
+	// Hosts are the names that select the site (name and aliases),
+	// compared by host/internal/hostname's rule (case, port and trailing
+	// dot aside); "*.example.com" matches any one or more labels before
 	// ".example.com".
 	Hosts []string
 	// Default makes the site answer requests whose Host matches no site.
@@ -46,20 +47,14 @@ type Site struct {
 
 // Table matches requests of one listener to sites and routes.
 type Table struct {
-	exact    map[string]*Site
-	wildcard []wildcard // longest suffix first
-	def      *Site
-}
-
-type wildcard struct {
-	suffix string // ".example.com"
-	site   *Site
+	names *hostname.Table[*Site] // the rule tlsconf's SNI follows too
+	def   *Site
 }
 
 // NewTable builds a table from sites. The default site is the one marked
 // Default, else the first. It fails on a host claimed by two sites.
 func NewTable(sites []*Site) (*Table, error) {
-	t := &Table{exact: make(map[string]*Site)}
+	t := &Table{names: hostname.New[*Site]()}
 	for _, s := range sites {
 		s.routes = append([]*Route(nil), s.Routes...)
 		for _, r := range s.routes {
@@ -78,74 +73,24 @@ func NewTable(sites []*Site) (*Table, error) {
 			t.def = s
 		}
 		for _, h := range s.Hosts {
-			h = strings.TrimSuffix(strings.ToLower(h), ".")
-			if h == "*" || h == "_" || h == "" {
-				continue
-			}
-			if strings.HasPrefix(h, "*.") {
-				t.wildcard = append(t.wildcard, wildcard{suffix: h[1:], site: s})
-				continue
-			}
-			if o, ok := t.exact[h]; ok && o != s {
+			if o, ok := t.names.Add(h, s); !ok {
 				return nil, fmt.Errorf("route: host %q claimed by sites %q and %q", h, o.Name, s.Name)
 			}
-			t.exact[h] = s
 		}
 	}
-	sort.SliceStable(t.wildcard, func(i, j int) bool { return len(t.wildcard[i].suffix) > len(t.wildcard[j].suffix) })
 	if t.def == nil && len(sites) > 0 {
 		t.def = sites[0]
 	}
 	return t, nil
 }
 
-// maxHost is the longest host name we fold without allocating; longer
-// names are not valid DNS names and fall to the default site.
-const maxHost = 255
-
-// Site returns the site for a Host header value.
+// Site returns the site for a Host header value (or :authority), chosen
+// by host/internal/hostname's rule, the one the TLS handshake's server
+// name follows too (tlsconf.Table.Lookup); the default site when the
+// name selects none. It does not allocate.
 func (t *Table) Site(host []byte) *Site {
-	var buf [maxHost]byte
-	n := 0
-	if len(host) > 0 && host[0] == '[' { // IPv6 literal: keep up to ']'
-		for i, c := range host {
-			if c == ']' {
-				host = host[:i+1]
-				break
-			}
-		}
-	} else {
-		for i := len(host) - 1; i >= 0; i-- {
-			if host[i] == ':' {
-				host = host[:i]
-				break
-			}
-			if host[i] < '0' || host[i] > '9' {
-				break
-			}
-		}
-	}
-	if len(host) > 0 && host[len(host)-1] == '.' {
-		host = host[:len(host)-1]
-	}
-	if len(host) > maxHost {
-		return t.def
-	}
-	for _, c := range host {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		buf[n] = c
-		n++
-	}
-	h := buf[:n]
-	if s, ok := t.exact[string(h)]; ok { // no allocation: map index by string(bytes)
+	if s, ok := t.names.Lookup(host); ok {
 		return s
-	}
-	for _, w := range t.wildcard {
-		if len(h) > len(w.suffix) && string(h[len(h)-len(w.suffix):]) == w.suffix {
-			return w.site
-		}
 	}
 	return t.def
 }

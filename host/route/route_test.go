@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/internal/hostname/hostnametest"
 )
 
 func TestMatch(t *testing.T) {
@@ -83,5 +84,31 @@ func BenchmarkMatch(b *testing.B) {
 		if tab.Site(host).Route(p) == nil {
 			b.Fatal("no route")
 		}
+	}
+}
+
+// TestSiteNames runs hostname's shared table through Table.Site: the
+// names tlsconf.Table.Lookup is held to as well (TestLookupNames).
+func TestSiteNames(t *testing.T) {
+	var sites []*Site
+	for _, s := range hostnametest.Sites {
+		sites = append(sites, &Site{Name: s.Name, Hosts: append([]string{s.Name}, s.Aliases...),
+			Default: s.Name == hostnametest.Default})
+	}
+	tab, err := NewTable(sites)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range hostnametest.Names {
+		if got := tab.Site([]byte(c.Name)).Name; got != c.Site {
+			t.Errorf("Site(%q) = %q, want %q", c.Name, got, c.Site)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		for _, c := range hostnametest.Names {
+			tab.Site([]byte(c.Name))
+		}
+	}); n != 0 {
+		t.Errorf("Site allocates %v times", n)
 	}
 }

@@ -1,7 +1,8 @@
 // Package tlsconf chooses and keeps the TLS side of a listener: the
 // certificate for each server name (SNI) across sites, aliases and
-// wildcards, a default certificate for clients that send no or an
-// unknown name, certificate files reloaded when they change on disk,
+// wildcards (chosen by host/internal/hostname's rule, the one route
+// picks a site by from Host), a default certificate for clients that
+// send no or an unknown name, certificate files reloaded when they change on disk,
 // ACME certificates obtained and renewed on their own, client
 // certificates (mutual TLS), and session tickets under rotated keys.
 //
@@ -13,7 +14,6 @@
 // built once per config load (generation) and is immutable but for the
 // certificates it reloads.
 //
-// tlsconf imports neither config nor the rest of host but
-// host/internal/pemfile (which loads and blames PEM files): the host
-// translates config.TLS into Site values.
+// tlsconf imports no config (the host translates config.TLS into Site
+// values); what it imports is drawn in host/README.md.
 package tlsconf

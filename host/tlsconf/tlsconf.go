@@ -8,11 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/sluicehq/sluice/host/internal/hostname"
 	"github.com/sluicehq/sluice/host/internal/pemfile"
 )
 
@@ -153,9 +153,8 @@ type Policy struct {
 // once per generation and safe for concurrent use.
 type Table struct {
 	policies []*Policy
-	exact    map[string]*Policy
-	bySite   map[string]*Policy // by site name, for the front door
-	wild     []wildcard         // longest suffix first
+	names    *hostname.Table[*Policy] // the rule route's Host follows too
+	bySite   map[string]*Policy       // by site name, for the front door
 	def      *Policy
 	strip    []string
 	log      *slog.Logger
@@ -178,11 +177,6 @@ func (t *Table) Start() {
 	}
 }
 
-type wildcard struct {
-	suffix string // ".example.com"
-	p      *Policy
-}
-
 // New builds the table of a listener's sites. It loads every certificate
 // file and client CA now, so that a broken file fails the config load
 // rather than a handshake. It starts nothing: Start has ACME sites obtain
@@ -201,7 +195,7 @@ func New(sites []Site, o Options) (_ *Table, err error) {
 	if o.NextProtos == nil {
 		o.NextProtos = DefaultNextProtos
 	}
-	t := &Table{exact: map[string]*Policy{}, bySite: map[string]*Policy{}, log: o.Log, stop: make(chan struct{})}
+	t := &Table{names: hostname.New[*Policy](), bySite: map[string]*Policy{}, log: o.Log, stop: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			t.Close()
@@ -220,15 +214,8 @@ func New(sites []Site, o Options) (_ *Table, err error) {
 			t.def = p
 		}
 		for _, h := range p.hosts {
-			switch {
-			case h == "*" || h == "_" || h == "":
-			case strings.HasPrefix(h, "*."):
-				t.wild = append(t.wild, wildcard{suffix: h[1:], p: p})
-			default:
-				if q, ok := t.exact[h]; ok && q != p {
-					return nil, fmt.Errorf("tlsconf: name %q claimed by sites %q and %q", h, q.Name, p.Name)
-				}
-				t.exact[h] = p
+			if q, ok := t.names.Add(h, p); !ok {
+				return nil, fmt.Errorf("tlsconf: name %q claimed by sites %q and %q", h, q.Name, p.Name)
 			}
 		}
 		if s.ClientCertHeader != "" && !headers[strings.ToLower(s.ClientCertHeader)] {
@@ -236,7 +223,6 @@ func New(sites []Site, o Options) (_ *Table, err error) {
 			t.strip = append(t.strip, s.ClientCertHeader)
 		}
 	}
-	sort.SliceStable(t.wild, func(i, j int) bool { return len(t.wild[i].suffix) > len(t.wild[j].suffix) })
 	if t.def == nil {
 		t.def = t.policies[0]
 	}
@@ -371,46 +357,14 @@ func (t *Table) ForServerName(name string) *Policy {
 	return t.Lookup([]byte(name))
 }
 
-// maxHost is the longest name folded without allocating; longer names
-// are not DNS names and get the default site.
-const maxHost = 255
-
-// Lookup returns the policy of the site a Host header (with or without a
-// port) selects, or the default site's. It does not allocate.
+// Lookup returns the policy of the site a name selects (a TLS server
+// name, or a Host header with or without a port), chosen by
+// host/internal/hostname's rule, the one routing by Host follows too
+// (route.Table.Site); the default site's when it selects none. It does
+// not allocate.
 func (t *Table) Lookup(host []byte) *Policy {
-	if len(host) > 0 && host[0] == '[' {
-		return t.def // IP literal: no name
-	}
-	for i := len(host) - 1; i >= 0; i-- {
-		if host[i] == ':' {
-			host = host[:i]
-			break
-		}
-		if host[i] < '0' || host[i] > '9' {
-			break
-		}
-	}
-	if len(host) > 0 && host[len(host)-1] == '.' {
-		host = host[:len(host)-1]
-	}
-	if len(host) == 0 || len(host) > maxHost {
-		return t.def
-	}
-	var buf [maxHost]byte
-	for i, c := range host {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		buf[i] = c
-	}
-	h := buf[:len(host)]
-	if p, ok := t.exact[string(h)]; ok {
+	if p, ok := t.names.Lookup(host); ok {
 		return p
-	}
-	for _, w := range t.wild {
-		if len(h) > len(w.suffix) && string(h[len(h)-len(w.suffix):]) == w.suffix {
-			return w.p
-		}
 	}
 	return t.def
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/host/internal/hostname/hostnametest"
 	"github.com/sluicehq/sluice/host/tlsconf"
 	"github.com/sluicehq/sluice/host/tlsconf/tlstest"
 )
@@ -433,5 +434,30 @@ func TestLookupAllocs(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Errorf("Lookup allocates %v times", n)
+	}
+}
+
+// TestLookupNames runs hostname's shared table through the handshake's
+// choice (ForServerName) and Lookup: the names route.Table.Site is held
+// to as well (route.TestSiteNames), so SNI and Host pick the same site.
+func TestLookupNames(t *testing.T) {
+	f := newFixture(t, tlstest.ECDSA, map[string][]string{"cert": {"a.test"}})
+	var sites []tlsconf.Site
+	for _, s := range hostnametest.Sites {
+		sites = append(sites, tlsconf.Site{Name: s.Name, Hosts: s.Aliases, Default: s.Name == hostnametest.Default,
+			CertFile: f.files["cert"][0], KeyFile: f.files["cert"][1]})
+	}
+	table, err := tlsconf.New(sites, tlsconf.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer table.Close()
+	for _, c := range hostnametest.Names {
+		if got := table.ForServerName(c.Name).Name; got != c.Site {
+			t.Errorf("ForServerName(%q) = %q, want %q", c.Name, got, c.Site)
+		}
+		if got := table.Lookup([]byte(c.Name)).Name; got != c.Site {
+			t.Errorf("Lookup(%q) = %q, want %q", c.Name, got, c.Site)
+		}
 	}
 }

@@ -183,13 +183,16 @@ type Filter struct {
 }
 
 // Load compiles wasm on a new engine and starts a filter named name with
-// opts. A nil log discards guest and runtime logs; cacheDir "" keeps
-// compiled code in memory only.
+// opts. A nil log discards guest and runtime logs. cacheDir is where
+// compiled code is kept across runs, as runtime.EngineOptions.CacheDir:
+// "" means the runtime's default (under os.UserCacheDir), worked out
+// there and nowhere else. For memory only, make an engine with
+// NoDiskCache and use LoadOn.
 func Load(ctx context.Context, name string, wasm []byte, opts runtime.FilterOptions, log *slog.Logger, cacheDir string) (*Filter, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	e, err := runtime.NewEngine(ctx, runtime.EngineOptions{NoDiskCache: cacheDir == "", CacheDir: cacheDir, Logger: log})
+	e, err := runtime.NewEngine(ctx, runtime.EngineOptions{CacheDir: cacheDir, Logger: log})
 	if err != nil {
 		return nil, err
 	}
