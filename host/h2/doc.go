@@ -27,6 +27,14 @@
 // given through Upgrade becomes 501 (host/RATIONALE.md, "Why are
 // WebSockets over HTTP/2 a CONNECT that keeps its method?").
 //
+// A request is checked as strictly as x/net/http2's server checks it
+// (RFC 9113, 8.2 and 8.3; headers.go, validRequest), pseudo-header values
+// before they are kept: a malformed one is reset with PROTOCOL_ERROR
+// before any handler runs, and FuzzDifferentialStd holds the two servers
+// to the same answers. Frames that cost the client nothing (PING,
+// SETTINGS, empty DATA, DATA on closed streams, resets) each have a
+// budget per connection (Options.MaxControl, MaxResets).
+//
 // Framing uses golang.org/x/net/http2's frame header reader, types and
 // constants and golang.org/x/net/http2/hpack; the payload parsing is
 // here, so that no frame is allocated.
