@@ -124,26 +124,7 @@ func roundTrip(t *testing.T, serve func(net.Conn), got chan seen, c diffCase, wa
 	if c.split > 0 {
 		cut = c.split % (len(blk) + 1)
 	}
-	// Reads run apart, as net.Pipe has no buffer: the server's SETTINGS
-	// and its answer must not wait on the client's writes.
-	frames := make(chan http2.Frame, 16)
-	go func() {
-		defer close(frames)
-		fr := http2.NewFramer(nil, cc)
-		fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-		fr.MaxHeaderListSize = 1 << 20
-		for {
-			f, err := fr.ReadFrame()
-			if err != nil {
-				return
-			}
-			switch f.(type) {
-			case *http2.SettingsFrame, *http2.WindowUpdateFrame, *http2.PingFrame:
-				continue
-			}
-			frames <- f
-		}
-	}()
+	frames := readFrames(cc)
 	fw := http2.NewFramer(cc, nil)
 	fw.AllowIllegalWrites = true
 	io.WriteString(cc, http2.ClientPreface)
@@ -170,6 +151,36 @@ func roundTrip(t *testing.T, serve func(net.Conn), got chan seen, c diffCase, wa
 	}
 	t.Fatal("no answer before the deadline")
 	return seen{}
+}
+
+// readFrames reads c's frames apart, as net.Pipe has no buffer: the
+// server's SETTINGS and its answer must not wait on the client's writes.
+// The channel closes when c does; SETTINGS, WINDOW_UPDATE and PING are
+// left out.
+func readFrames(c net.Conn) chan http2.Frame {
+	frames := make(chan http2.Frame, 16)
+	go func() {
+		defer close(frames)
+		fr := http2.NewFramer(nil, c)
+		fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+		fr.MaxHeaderListSize = 1 << 20
+		for {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			switch f.(type) {
+			case *http2.SettingsFrame, *http2.WindowUpdateFrame, *http2.PingFrame:
+				continue
+			}
+			select {
+			case frames <- f:
+			case <-time.After(5 * time.Second):
+				return // nobody reads any more
+			}
+		}
+	}()
+	return frames
 }
 
 // stricter reports why sluice's engine may refuse a request x/net/http2

@@ -5,10 +5,10 @@
 // no net/http in between.
 //
 // Where it sits on the request path: listener (host/listen) → this
-// engine (frames, HPACK, streams, flow control) → its Exchange adapter
-// (stream.go) → the host's dispatch (front door, routing, filters, the
-// native handler) → the response, committed after the handler returns
-// as HEADERS and DATA frames.
+// engine (frames, HPACK, streams, flow control; the stream's state in
+// stream.go) → its Exchange adapter (exchange.go) → the host's dispatch
+// (front door, routing, filters, the native handler) → the response,
+// committed after the handler returns as HEADERS and DATA frames.
 //
 // One goroutine reads a connection's frames. A request that arrives
 // complete (END_STREAM on its HEADERS) is handled inline on that
