@@ -53,17 +53,19 @@ func sortFields(f []string) []string {
 // diffCase is one request as the differential fuzz target sends it.
 type diffCase struct {
 	fields []hpack.HeaderField
-	split  int // where CONTINUATION takes the block over; 0: none
+	split  int  // where CONTINUATION takes the block over; 0: none
+	body   bool // a DATA frame ends the stream, not the HEADERS
 }
 
 // decodeCase reads a case from fuzz input: fields separated by 0x1e, a
-// name and its value by the first 0x1f; the first byte picks the split.
+// name and its value by the first 0x1f; the first byte picks the split
+// (its low 7 bits) and whether a body follows (its high bit).
 func decodeCase(in []byte) diffCase {
 	var c diffCase
 	if len(in) == 0 {
 		return c
 	}
-	c.split = int(in[0])
+	c.split, c.body = int(in[0]&0x7f), in[0]&0x80 != 0
 	for _, f := range bytes.Split(in[1:], []byte{0x1e}) {
 		name, value, _ := bytes.Cut(f, []byte{0x1f})
 		c.fields = append(c.fields, hpack.HeaderField{Name: string(name), Value: string(value)})
@@ -130,9 +132,12 @@ func roundTrip(t *testing.T, serve func(net.Conn), got chan seen, c diffCase, wa
 	io.WriteString(cc, http2.ClientPreface)
 	fw.WriteSettings()
 	fw.WriteSettingsAck()
-	fw.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: blk[:cut], EndStream: true, EndHeaders: cut == len(blk)})
+	fw.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: blk[:cut], EndStream: !c.body, EndHeaders: cut == len(blk)})
 	if cut < len(blk) {
 		fw.WriteContinuation(1, true, blk[cut:])
+	}
+	if c.body {
+		fw.WriteData(1, true, []byte("abc"))
 	}
 	for f := range frames {
 		switch f := f.(type) {
@@ -207,8 +212,8 @@ func stricter(c diffCase) string {
 }
 
 // FuzzDifferentialStd sends the same header block, split across HEADERS
-// and CONTINUATION at a fuzzed point, to sluice's engine and to
-// x/net/http2's server: where x/net refuses a request sluice must too
+// and CONTINUATION at a fuzzed point, and maybe a body after it, to
+// sluice's engine and to x/net/http2's server: where x/net refuses a request sluice must too
 // (nothing that Go's server would refuse reaches a handler), where both
 // take it their handlers must see the same method, target, authority and
 // fields, and sluice refuses what x/net takes only by the rules of
@@ -219,6 +224,7 @@ func FuzzDifferentialStd(f *testing.F) {
 	}
 	f.Add(encodeCase(0, base()...))
 	f.Add(encodeCase(3, append(base(), "cookie", "a=1", "cookie", "b=2", "x-a", "1")...))
+	f.Add(encodeCase(0x80, req(":method", "POST", "content-type", "text/plain")...))
 	f.Add(encodeCase(0, req(":method", "OPTIONS", ":path", "*")...))
 	f.Add(encodeCase(0, req(":path", "/a%20b?q=%zz", "te", "trailers", "host", "a.test")...))
 	f.Add(encodeCase(0, ":method", "CONNECT", ":authority", "a.test:443"))
