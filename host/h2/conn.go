@@ -402,17 +402,7 @@ func (c *conn) frame(fh http2.FrameHeader) error {
 	case http2.FrameContinuation:
 		return c.onContinuation(fh, p)
 	case http2.FramePriority:
-		if fh.StreamID == 0 {
-			return connError(http2.ErrCodeProtocol)
-		}
-		if len(p) != 5 {
-			c.resetStream(fh.StreamID, http2.ErrCodeFrameSize)
-			return nil
-		}
-		if binary.BigEndian.Uint32(p)&(1<<31-1) == fh.StreamID {
-			c.resetStream(fh.StreamID, http2.ErrCodeProtocol)
-		}
-		return nil // priorities are ignored (RFC 9113, 5.3.2)
+		return c.onPriority(fh, p)
 	case http2.FrameRSTStream:
 		return c.onReset(fh, p)
 	case http2.FrameSettings:
@@ -420,36 +410,62 @@ func (c *conn) frame(fh http2.FrameHeader) error {
 	case http2.FramePushPromise:
 		return connError(http2.ErrCodeProtocol)
 	case http2.FramePing:
-		if fh.StreamID != 0 {
-			return connError(http2.ErrCodeProtocol)
-		}
-		if len(p) != 8 {
-			return connError(http2.ErrCodeFrameSize)
-		}
-		if fh.Flags.Has(http2.FlagPingAck) {
-			return nil
-		}
-		if c.control.add(c.o.MaxControl, c.o.ResetWindow) {
-			return connError(http2.ErrCodeEnhanceYourCalm)
-		}
-		c.mu.Lock()
-		c.wbuf = appendFrameHeader(c.wbuf, 8, http2.FramePing, http2.FlagPingAck, 0)
-		c.wbuf = append(c.wbuf, p...)
-		c.mu.Unlock()
-		return nil
+		return c.onPing(fh, p)
 	case http2.FrameGoAway:
-		if fh.StreamID != 0 {
-			return connError(http2.ErrCodeProtocol)
-		}
-		if len(p) < 8 {
-			return connError(http2.ErrCodeFrameSize)
-		}
-		c.peerGoAway = true // the client opens no more streams
-		return nil
+		return c.onGoAway(fh, p)
 	case http2.FrameWindowUpdate:
 		return c.onWindowUpdate(fh, p)
 	}
 	return nil // unknown types are ignored (RFC 9113, 4.1)
+}
+
+// onPriority checks a PRIORITY frame; priorities themselves are ignored
+// (RFC 9113, 5.3.2).
+func (c *conn) onPriority(fh http2.FrameHeader, p []byte) error {
+	if fh.StreamID == 0 {
+		return connError(http2.ErrCodeProtocol)
+	}
+	if len(p) != 5 {
+		c.resetStream(fh.StreamID, http2.ErrCodeFrameSize)
+		return nil
+	}
+	if binary.BigEndian.Uint32(p)&(1<<31-1) == fh.StreamID {
+		c.resetStream(fh.StreamID, http2.ErrCodeProtocol)
+	}
+	return nil
+}
+
+// onPing answers a PING, within the control-frame budget.
+func (c *conn) onPing(fh http2.FrameHeader, p []byte) error {
+	if fh.StreamID != 0 {
+		return connError(http2.ErrCodeProtocol)
+	}
+	if len(p) != 8 {
+		return connError(http2.ErrCodeFrameSize)
+	}
+	if fh.Flags.Has(http2.FlagPingAck) {
+		return nil
+	}
+	if c.control.add(c.o.MaxControl, c.o.ResetWindow) {
+		return connError(http2.ErrCodeEnhanceYourCalm)
+	}
+	c.mu.Lock()
+	c.wbuf = appendFrameHeader(c.wbuf, 8, http2.FramePing, http2.FlagPingAck, 0)
+	c.wbuf = append(c.wbuf, p...)
+	c.mu.Unlock()
+	return nil
+}
+
+// onGoAway notes that the client opens no more streams; those open go on.
+func (c *conn) onGoAway(fh http2.FrameHeader, p []byte) error {
+	if fh.StreamID != 0 {
+		return connError(http2.ErrCodeProtocol)
+	}
+	if len(p) < 8 {
+		return connError(http2.ErrCodeFrameSize)
+	}
+	c.peerGoAway = true
+	return nil
 }
 
 func (c *conn) onSettings(fh http2.FrameHeader, p []byte) error {
@@ -654,25 +670,7 @@ func (c *conn) onData(fh http2.FrameHeader, p []byte) error {
 	}
 	st := c.streams[fh.StreamID]
 	if st != nil && st.localDone && !st.remoteDone {
-		// The response is out; the rest of the body is read and dropped,
-		// within the credit the client had then (finishLocked).
-		c.returnConnLocked(n)
-		st.received += int64(len(data))
-		end := fh.Flags.Has(http2.FlagDataEndStream)
-		switch {
-		case n > st.recvWindow:
-			c.resetLocked(st, http2.ErrCodeFlowControl)
-		case st.declared >= 0 && (st.received > st.declared || end && st.received != st.declared):
-			c.resetLocked(st, http2.ErrCodeProtocol)
-		case end:
-			st.remoteDone = true
-			st.closeIfDoneLocked()
-		default:
-			st.recvWindow -= n
-			if st.recvWindow == 0 {
-				c.resetLocked(st, http2.ErrCodeNo) // out of credit: stop sending
-			}
-		}
+		c.dropDataLocked(st, n, len(data), fh.Flags.Has(http2.FlagDataEndStream))
 		return nil
 	}
 	if st == nil || st.remoteDone {
@@ -717,6 +715,29 @@ func (c *conn) onData(fh http2.FrameHeader, p []byte) error {
 	}
 	st.cond.Broadcast()
 	return nil
+}
+
+// dropDataLocked takes DATA (n bytes of credit, size of body) for a
+// stream whose response is out: the rest of the body is read and dropped,
+// within the credit the client had then (finishLocked), and still
+// checked.
+func (c *conn) dropDataLocked(st *stream, n int32, size int, end bool) {
+	c.returnConnLocked(n)
+	st.received += int64(size)
+	switch {
+	case n > st.recvWindow:
+		c.resetLocked(st, http2.ErrCodeFlowControl)
+	case st.declared >= 0 && (st.received > st.declared || end && st.received != st.declared):
+		c.resetLocked(st, http2.ErrCodeProtocol)
+	case end:
+		st.remoteDone = true
+		st.closeIfDoneLocked()
+	default:
+		st.recvWindow -= n
+		if st.recvWindow == 0 {
+			c.resetLocked(st, http2.ErrCodeNo) // out of credit: stop sending
+		}
+	}
 }
 
 // connBuffered is the request body bytes held by streams, not yet read.

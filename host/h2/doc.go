@@ -5,10 +5,10 @@
 // no net/http in between.
 //
 // Where it sits on the request path: listener (host/listen) → this
-// engine (frames, HPACK, streams, flow control) → its Exchange adapter
-// (stream.go) → the host's dispatch (front door, routing, filters, the
-// native handler) → the response, committed after the handler returns
-// as HEADERS and DATA frames.
+// engine (frames, HPACK, streams, flow control; the stream's state in
+// stream.go) → its Exchange adapter (exchange.go) → the host's dispatch
+// (front door, routing, filters, the native handler) → the response,
+// committed after the handler returns as HEADERS and DATA frames.
 //
 // One goroutine reads a connection's frames. A request that arrives
 // complete (END_STREAM on its HEADERS) is handled inline on that
@@ -26,6 +26,14 @@
 // answers and hands it over as a net.Conn (tunnel.go). A 2xx answer not
 // given through Upgrade becomes 501 (host/RATIONALE.md, "Why are
 // WebSockets over HTTP/2 a CONNECT that keeps its method?").
+//
+// A request is checked as strictly as x/net/http2's server checks it
+// (RFC 9113, 8.2 and 8.3; headers.go, validRequest), pseudo-header values
+// before they are kept: a malformed one is reset with PROTOCOL_ERROR
+// before any handler runs, and FuzzDifferentialStd holds the two servers
+// to the same answers. Frames that cost the client nothing (PING,
+// SETTINGS, empty DATA, DATA on closed streams, resets) each have a
+// budget per connection (Options.MaxControl, MaxResets).
 //
 // Framing uses golang.org/x/net/http2's frame header reader, types and
 // constants and golang.org/x/net/http2/hpack; the payload parsing is

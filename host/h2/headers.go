@@ -3,6 +3,7 @@ package h2
 import (
 	"bytes"
 	"encoding/binary"
+	"net/http"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
@@ -423,4 +424,84 @@ func lowerInto(dst []byte, name []byte) []byte {
 	return dst
 }
 
-var _ = bytes.Equal
+// validRequest checks the request pseudo-header fields (8.3.1), as
+// strictly as x/net/http2's server does, and a little more (a token
+// :method, a :path without spaces): a request refused here never
+// reaches a handler, whatever the front door would have done.
+func (st *stream) validRequest(b *headerBlock) bool {
+	if b.malformed || b.pseudo&pMethod == 0 {
+		return false
+	}
+	method, scheme, authority, path := st.pseudoValue(0), st.pseudoValue(1), st.pseudoValue(2), st.pseudoValue(3)
+	if !validMethod(method) || !httpguts.ValidHostHeader(bstr(authority)) {
+		return false
+	}
+	connect := string(method) == http.MethodConnect
+	if b.pseudo&pProtocol != 0 {
+		// Extended CONNECT (RFC 8441, 4): only where advertised, only
+		// with CONNECT, and with :scheme, :path and :authority.
+		if st.c.o.NoConnectProtocol || !connect ||
+			b.pseudo&(pScheme|pPath|pAuthority) != pScheme|pPath|pAuthority ||
+			len(path) == 0 || len(st.pseudoValue(4)) == 0 || len(authority) == 0 ||
+			!validPath(path, false) {
+			return false
+		}
+	} else if connect {
+		if b.pseudo&(pScheme|pPath) != 0 || b.pseudo&pAuthority == 0 {
+			return false
+		}
+	} else if b.pseudo&(pScheme|pPath) != pScheme|pPath ||
+		string(scheme) != "http" && string(scheme) != "https" ||
+		!validPath(path, string(method) == http.MethodOptions) {
+		return false
+	}
+	if b.host {
+		// A Host field must agree with :authority (8.3.1), and it is the
+		// authority when there is none.
+		h := st.req.get("Host")
+		if b.pseudo&pAuthority != 0 && string(h) != string(authority) {
+			return false
+		}
+		authority = h
+	}
+	if bytes.IndexByte(authority, '@') >= 0 && (string(scheme) == "http" || string(scheme) == "https") {
+		return false // no userinfo (8.3.1)
+	}
+	st.req.joinCookies()
+	return true
+}
+
+// validMethod reports whether m is a token (RFC 9110, 9.1).
+func validMethod(m []byte) bool {
+	return len(m) > 0 && httpguts.ValidHeaderFieldName(bstr(m))
+}
+
+// validPath reports whether p is an origin-form target (RFC 9112, 3.2.1:
+// "/" and then no CTL, SP or DEL, the percent escapes of the path
+// well-formed as net/url requires), or "*" when star (OPTIONS) allows it.
+func validPath(p []byte, star bool) bool {
+	if len(p) == 0 {
+		return false
+	}
+	if p[0] != '/' {
+		return star && len(p) == 1 && p[0] == '*'
+	}
+	inQuery := false
+	for i := 0; i < len(p); i++ {
+		switch ch := p[i]; {
+		case ch <= ' ' || ch == 0x7f:
+			return false
+		case ch == '?':
+			inQuery = true
+		case ch == '%' && !inQuery:
+			if i+2 >= len(p) || !isHex(p[i+1]) || !isHex(p[i+2]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}

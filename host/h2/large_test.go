@@ -52,34 +52,8 @@ func testCert(t *testing.T) (tls.Certificate, *x509.CertPool) {
 // the write buffer, and the rest waited for the client's next frame:
 // 131,072 bytes and then nothing (issue 21, finding 2).
 func TestLargeResponses(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "big.bin"), largeBody, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sh, err := static.New(static.Options{Root: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sh.Close() })
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Length", fmt.Sprint(len(largeBody)))
-		w.Write(largeBody)
-	}))
-	t.Cleanup(up.Close)
-	ph, err := proxy.New(proxy.Options{Upstreams: []proxy.Upstream{{URL: up.URL}}, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ph.Start()
-	t.Cleanup(func() { ph.Close() })
-
 	cert, pool := testCert(t)
-	want := sha256.Sum256(largeBody)
-	curl := curlH2()
-	for _, hc := range []struct {
-		name string
-		h    exchange.Handler
-	}{{"static", sh}, {"proxied", ph}} {
+	for _, hc := range largeHandlers(t) {
 		for _, secure := range []bool{false, true} {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
@@ -106,57 +80,89 @@ func TestLargeResponses(t *testing.T) {
 				}
 				return d.Dial("tcp", addr)
 			}
-			for _, window := range []uint32{65535, 16 << 10, 1 << 30} {
-				t.Run(fmt.Sprintf("%s/%s/frames-window-%d", hc.name, scheme, window), func(t *testing.T) {
-					c, err := dialer()
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer c.Close()
-					got, err := fetchFrames(c, "/big.bin", window)
-					if err != nil {
-						t.Fatalf("after %d bytes: %v", len(got), err)
-					}
-					if sha256.Sum256(got) != want {
-						t.Fatalf("body: %d bytes, not the file's %d", len(got), len(largeBody))
-					}
-				})
-			}
-			t.Run(hc.name+"/"+scheme+"/http2.Transport", func(t *testing.T) {
-				tr := &http2.Transport{AllowHTTP: true, DialTLSContext: func(context.Context, string, string, *tls.Config) (net.Conn, error) {
-					return dialer()
-				}}
-				defer tr.CloseIdleConnections()
-				cl := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-				resp, err := cl.Get(scheme + "://" + addr + "/big.bin")
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if err != nil || sha256.Sum256(got) != want {
-					t.Fatalf("body: %d bytes (%v), want the file's %d", len(got), err, len(largeBody))
-				}
-			})
-			t.Run(hc.name+"/"+scheme+"/curl", func(t *testing.T) {
-				if curl == "" {
-					t.Skip("no curl with HTTP/2")
-				}
-				args := []string{"-sS", "--max-time", "10", "-o", "-"}
-				if secure {
-					args = append(args, "--http2", "-k")
-				} else {
-					args = append(args, "--http2-prior-knowledge")
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-				defer cancel()
-				got, err := exec.CommandContext(ctx, curl, append(args, scheme+"://"+addr+"/big.bin")...).Output()
-				if err != nil || sha256.Sum256(got) != want {
-					t.Fatalf("curl: %d bytes (%v), want the file's %d", len(got), err, len(largeBody))
-				}
-			})
+			largeClients(t, hc.name+"/"+scheme, scheme+"://"+addr+"/big.bin", dialer)
 		}
 	}
+}
+
+type largeHandler struct {
+	name string
+	h    exchange.Handler
+}
+
+// largeHandlers serve largeBody as /big.bin: the static handler, and the
+// proxy to an upstream that sends it.
+func largeHandlers(t *testing.T) []largeHandler {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "big.bin"), largeBody, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sh, err := static.New(static.Options{Root: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sh.Close() })
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(len(largeBody)))
+		w.Write(largeBody)
+	}))
+	t.Cleanup(up.Close)
+	ph, err := proxy.New(proxy.Options{Upstreams: []proxy.Upstream{{URL: up.URL}}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph.Start()
+	t.Cleanup(func() { ph.Close() })
+	return []largeHandler{{"static", sh}, {"proxied", ph}}
+}
+
+// largeClients fetches url with each client, and checks the body.
+func largeClients(t *testing.T, name, url string, dialer func() (net.Conn, error)) {
+	want := sha256.Sum256(largeBody)
+	check := func(t *testing.T, got []byte, err error) {
+		t.Helper()
+		if err != nil || sha256.Sum256(got) != want {
+			t.Fatalf("body: %d bytes (%v), want the file's %d", len(got), err, len(largeBody))
+		}
+	}
+	for _, window := range []uint32{65535, 16 << 10, 1 << 30} {
+		t.Run(fmt.Sprintf("%s/frames-window-%d", name, window), func(t *testing.T) {
+			c, err := dialer()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			got, err := fetchFrames(c, "/big.bin", window)
+			check(t, got, err)
+		})
+	}
+	t.Run(name+"/http2.Transport", func(t *testing.T) {
+		tr := &http2.Transport{AllowHTTP: true, DialTLSContext: func(context.Context, string, string, *tls.Config) (net.Conn, error) {
+			return dialer()
+		}}
+		defer tr.CloseIdleConnections()
+		resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		check(t, got, err)
+	})
+	t.Run(name+"/curl", func(t *testing.T) {
+		curl := curlH2()
+		if curl == "" {
+			t.Skip("no curl with HTTP/2")
+		}
+		args := []string{"-sS", "--max-time", "10", "-o", "-", "--http2-prior-knowledge"}
+		if strings.HasPrefix(url, "https:") {
+			args = []string{"-sS", "--max-time", "10", "-o", "-", "--http2", "-k"}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		got, err := exec.CommandContext(ctx, curl, append(args, url)...).Output()
+		check(t, got, err)
+	})
 }
 
 // curlH2 is the path of a curl that speaks HTTP/2, or "".

@@ -41,7 +41,9 @@ type Options struct {
 	// within ResetWindow before the connection is closed with GOAWAY
 	// ENHANCE_YOUR_CALM (CVE-2023-44487, rapid reset); defaults
 	// 4×MaxConcurrentStreams and 10 s. MaxControl is the same bound for
-	// PING and SETTINGS frames (floods); default 1000.
+	// PING and SETTINGS frames (floods), and, counted apart, for empty
+	// DATA frames and for DATA frames on closed streams (each answered
+	// with RST_STREAM); default 1000.
 	MaxResets int
 	// NoConnectProtocol leaves SETTINGS_ENABLE_CONNECT_PROTOCOL out of
 	// the server's SETTINGS: a request with :protocol (extended CONNECT,

@@ -69,8 +69,8 @@ func TestPaths(t *testing.T) {
 		notFound("encoded backslash", "/about%5cindex.html"),
 		notFound("encoded dot-dot backslash", "/..%5c..%5cetc/passwd"),
 		{name: "encoded NUL", path: "/style.css%00.png", status: 400},
-		{name: "bad escape", path: "/style%zz.css", status: 400, skip: "std-h2c,h3"},
-		{name: "truncated escape", path: "/style.css%2", status: 400, skip: "std-h2c,h3"},
+		{name: "bad escape", path: "/style%zz.css", status: 400, skip: "std-h2c,h2,h3"}, // reset by the HTTP/2 and HTTP/3 engines (as x/net/http2)
+		{name: "truncated escape", path: "/style.css%2", status: 400, skip: "std-h2c,h2,h3"},
 		notFound("symlink leaving root", "/escape.txt"),
 		notFound("symlinked dir leaving root", "/escapedir/secret.txt"),
 		{name: "symlink inside root", path: "/inside.css", status: 200, body: str("body{}")},
