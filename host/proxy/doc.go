@@ -8,8 +8,8 @@
 // of a route, after the request filters and the gateway (rate limits,
 // allow/deny) and before the response filters, which read and may replace
 // what it produced. It is written against exchange.Exchange, so it runs
-// unchanged behind the fasthttp engine (HTTP/1.1) and net/http (HTTP/2),
-// and it returns *exchange.Error (502, 503, 504, 413) for the host to
+// unchanged behind every engine (fasthttp for HTTP/1.1, host/h2 or
+// net/http for HTTP/2, quic-go for HTTP/3), and it returns *exchange.Error (502, 503, 504, 413) for the host to
 // render; the messages it gives clients never name an upstream.
 //
 // The fast path: HTTP/1.1 upstreams are reached through a fasthttp
