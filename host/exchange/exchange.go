@@ -101,6 +101,29 @@ func ClientGone(x Exchange) bool {
 	return x.Context().Err() != nil
 }
 
+// AfterClientGone arranges for f to run, on a goroutine of its own, as
+// soon as the engine learns that the client has gone away (ClientGone
+// turns true): an HTTP/2 or HTTP/3 stream reset, its connection closed.
+// A wait on an upstream uses it to stop at once rather than at its next
+// look. stop undoes it and reports whether f had not started, as
+// context.AfterFunc's does. fasthttp learns of a close only by looking
+// (ClientGone): there f never runs and stop reports true.
+func AfterClientGone(x Exchange, f func()) (stop func() bool) {
+	if a, ok := x.(interface {
+		AfterClientGone(f func()) func() bool
+	}); ok {
+		return a.AfterClientGone(f)
+	}
+	return context.AfterFunc(x.Context(), f)
+}
+
+// ClientGoneSignalled reports whether AfterClientGone's f can ever run
+// for x: false on fasthttp, so that a caller can skip arranging it there.
+func ClientGoneSignalled(x Exchange) bool {
+	s, ok := x.(interface{ ClientGoneSignalled() bool })
+	return !ok || s.ClientGoneSignalled()
+}
+
 // VisitRequestTrailers calls fn for each trailer field of a chunked (or
 // HTTP/2) request body. They are known once the body has been read to
 // io.EOF; before that, and for bodies without trailers, fn is not called.

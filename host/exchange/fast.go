@@ -115,6 +115,15 @@ func (x *fastExchange) ClientWatch() func() bool {
 	return func() bool { return connClosed(c) }
 }
 
+// AfterClientGone never calls f: fasthttp's RequestCtx is done only when
+// the server shuts down, and a close shows only to ClientGone's look.
+func (x *fastExchange) AfterClientGone(func()) func() bool { return stopNothing }
+
+func stopNothing() bool { return true }
+
+// ClientGoneSignalled is false: see AfterClientGone.
+func (x *fastExchange) ClientGoneSignalled() bool { return false }
+
 func connClosed(c net.Conn) bool {
 	s, _ := sockpeek.Look(c)
 	return s == sockpeek.Closed

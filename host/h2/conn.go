@@ -44,6 +44,8 @@ type conn struct {
 	lastID      uint32      // highest client stream ID seen
 	resets      rate
 	control     rate
+	emptyData   rate // DATA frames without data or END_STREAM
+	closedData  rate // DATA frames on closed streams, each answered with RST_STREAM
 	handedOff   bool // a blocking handler took the loop's goroutine
 	idleSet     bool
 	peerSawAck  bool
@@ -318,10 +320,17 @@ func (c *conn) flush() {
 	c.mu.Unlock()
 }
 
+// maxPumps bounds pumpAndFlush's turns: each but the last sends flushAt
+// bytes of credit, and the credit a client can give between two reads of
+// the loop is at most maxWindow.
+const maxPumps = maxWindow/flushAt + 2
+
 // pumpAndFlush writes what the streams waiting for credit may send, and
-// flushes, until nothing more can go.
+// flushes, until nothing more can go: the loop reads the next frame only
+// then, so output left behind here would wait for the client's next frame
+// (issue 21, finding 2).
 func (c *conn) pumpAndFlush() {
-	for range 1024 {
+	for range maxPumps {
 		c.mu.Lock()
 		more := c.pumpLocked()
 		c.mu.Unlock()
@@ -352,7 +361,11 @@ func (c *conn) pumpLocked() bool {
 		}
 		i++
 	}
-	return false
+	// A stream still listed stopped at a full buffer (the others leave
+	// the list), with credit left: it goes on after the flush. Returning
+	// false here left the last stream's output until the client's next
+	// frame.
+	return len(c.ready) > 0 && c.sendWindow > 0
 }
 
 func (c *conn) markReadyLocked(st *stream) {
@@ -458,6 +471,11 @@ func (c *conn) onSettings(fh http2.FrameHeader, p []byte) error {
 	c.peerSawAck = true
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// Of the INITIAL_WINDOW_SIZE entries of one frame only the last
+	// counts (the windows end the same): one walk over the streams per
+	// frame, not per entry, which thousands of entries made seconds of
+	// CPU (issue 21, finding 10).
+	window := int64(-1)
 	for ; len(p) > 0; p = p[6:] {
 		id, v := http2.SettingID(binary.BigEndian.Uint16(p)), binary.BigEndian.Uint32(p[2:])
 		switch id {
@@ -469,18 +487,7 @@ func (c *conn) onSettings(fh http2.FrameHeader, p []byte) error {
 			if v > maxWindow {
 				return connError(http2.ErrCodeFlowControl)
 			}
-			delta := int64(v) - int64(c.initWindow)
-			c.initWindow = int32(v)
-			for _, st := range c.streams {
-				st.sendWindow += delta
-				if st.sendWindow > maxWindow {
-					return connError(http2.ErrCodeFlowControl)
-				}
-				if delta > 0 && st.hasPending() {
-					c.markReadyLocked(st)
-					st.cond.Broadcast()
-				}
-			}
+			window = int64(v)
 		case http2.SettingMaxFrameSize:
 			if v < 16384 || v > 1<<24-1 {
 				return connError(http2.ErrCodeProtocol)
@@ -488,7 +495,33 @@ func (c *conn) onSettings(fh http2.FrameHeader, p []byte) error {
 			c.maxFrame = int(min(v, 64<<10))
 		}
 	}
+	if window >= 0 {
+		if err := c.setInitWindowLocked(int32(window)); err != nil {
+			return err
+		}
+	}
 	c.wbuf = appendFrameHeader(c.wbuf, 0, http2.FrameSettings, http2.FlagSettingsAck, 0)
+	return nil
+}
+
+// setInitWindowLocked applies a new SETTINGS_INITIAL_WINDOW_SIZE to the
+// open streams (RFC 9113, 6.9.2).
+func (c *conn) setInitWindowLocked(v int32) error {
+	delta := int64(v) - int64(c.initWindow)
+	c.initWindow = v
+	if delta == 0 {
+		return nil
+	}
+	for _, st := range c.streams {
+		st.sendWindow += delta
+		if st.sendWindow > maxWindow {
+			return connError(http2.ErrCodeFlowControl)
+		}
+		if delta > 0 && st.hasPending() {
+			c.markReadyLocked(st)
+			st.cond.Broadcast()
+		}
+	}
 	return nil
 }
 
@@ -608,6 +641,10 @@ func (c *conn) onData(fh http2.FrameHeader, p []byte) error {
 	if err != nil {
 		return err
 	}
+	if len(data) == 0 && !fh.Flags.Has(http2.FlagDataEndStream) && c.emptyData.add(c.o.MaxControl, c.o.ResetWindow) {
+		// Empty DATA costs the client no credit: bounded as PINGs are.
+		return connError(http2.ErrCodeEnhanceYourCalm)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// Connection-level accounting: the client spends credit on every
@@ -640,6 +677,11 @@ func (c *conn) onData(fh http2.FrameHeader, p []byte) error {
 	}
 	if st == nil || st.remoteDone {
 		c.returnConnLocked(n)
+		// Each is answered with RST_STREAM: bounded as PINGs are, since
+		// credit returned (or none spent) does not bound them.
+		if c.closedData.add(c.o.MaxControl, c.o.ResetWindow) {
+			return connError(http2.ErrCodeEnhanceYourCalm)
+		}
 		if st != nil {
 			c.resetLocked(st, http2.ErrCodeStreamClosed)
 		} else {

@@ -25,6 +25,7 @@ type headerBlock struct {
 	tooBig    bool
 	malformed bool
 	regular   bool  // a regular field was seen
+	te, host  bool  // a te or host field was seen
 	pseudo    uint8 // pseudo-header fields seen
 }
 
@@ -210,7 +211,10 @@ func (c *conn) onField(f hpack.HeaderField) {
 			b.malformed = true
 			return
 		}
-		if b.pseudo&bit != 0 {
+		// The value is checked before it is kept: a CR, LF or NUL in
+		// :method or :path would be written into an HTTP/1.1 request
+		// line upstream (8.2.1; issue 21's smuggling).
+		if b.pseudo&bit != 0 || !httpguts.ValidHeaderFieldValue(value) {
 			b.malformed = true
 			return
 		}
@@ -228,10 +232,20 @@ func (c *conn) onField(f hpack.HeaderField) {
 		b.malformed = true // connection-specific (8.2.2)
 		return
 	case "te":
-		if value != "trailers" {
+		// Once, and "trailers" (or empty, as x/net/http2 allows).
+		if b.te || value != "trailers" && value != "" {
 			b.malformed = true
 			return
 		}
+		b.te = true
+	case "host":
+		// At most one, and it must match :authority (as x/net/http2):
+		// checked in validRequest.
+		if b.host || !httpguts.ValidHostHeader(value) {
+			b.malformed = true
+			return
+		}
+		b.host = true
 	case "content-length":
 		if !b.trailers && !b.st.setDeclared(value) {
 			b.malformed = true

@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/sluicehq/sluice/host/exchange"
+	"golang.org/x/net/http/httpguts"
 	"golang.org/x/net/http2"
 )
 
@@ -62,6 +63,7 @@ type stream struct {
 	tunnelShut  bool  // the tunnel's Close ran (c.mu)
 	ctxOver     context.Context
 	done        chan struct{}
+	gone        []*goneWatch // AfterClientGone's, run when the stream is aborted (c.mu)
 
 	// Response, recorded while the handler runs.
 	status  int
@@ -114,6 +116,10 @@ func (st *stream) release() {
 		}
 		return
 	}
+	for i, w := range st.gone {
+		w.done = true // the request is over: f will not run
+		st.gone[i] = nil
+	}
 	st.req.reset()
 	st.pseudo.reset()
 	st.trailers.reset()
@@ -127,7 +133,7 @@ func (st *stream) release() {
 	st.ResetHooks()
 	*st = stream{
 		gen: st.gen + 1, req: st.req, pseudo: st.pseudo, trailers: st.trailers, resp: st.resp,
-		in: st.in[:0], own: st.own[:0],
+		in: st.in[:0], own: st.own[:0], gone: st.gone[:0],
 	}
 	streamPool.Put(st)
 }
@@ -157,28 +163,86 @@ func (st *stream) setDeclared(v string) bool {
 	return true
 }
 
-// validRequest checks the request pseudo-header fields (8.3.1).
+// validRequest checks the request pseudo-header fields (8.3.1), as
+// strictly as x/net/http2's server does, and a little more (a token
+// :method, a :path without spaces): a request refused here never
+// reaches a handler, whatever the front door would have done.
 func (st *stream) validRequest(b *headerBlock) bool {
 	if b.malformed || b.pseudo&pMethod == 0 {
 		return false
 	}
+	method, scheme, authority, path := st.pseudoValue(0), st.pseudoValue(1), st.pseudoValue(2), st.pseudoValue(3)
+	if !validMethod(method) || !httpguts.ValidHostHeader(bstr(authority)) {
+		return false
+	}
+	connect := string(method) == http.MethodConnect
 	if b.pseudo&pProtocol != 0 {
 		// Extended CONNECT (RFC 8441, 4): only where advertised, only
 		// with CONNECT, and with :scheme, :path and :authority.
-		if st.c.o.NoConnectProtocol || string(st.pseudoValue(0)) != http.MethodConnect ||
+		if st.c.o.NoConnectProtocol || !connect ||
 			b.pseudo&(pScheme|pPath|pAuthority) != pScheme|pPath|pAuthority ||
-			len(st.pseudoValue(3)) == 0 || len(st.pseudoValue(4)) == 0 || len(st.pseudoValue(2)) == 0 {
+			len(path) == 0 || len(st.pseudoValue(4)) == 0 || len(authority) == 0 ||
+			!validPath(path, false) {
 			return false
 		}
-	} else if string(st.pseudoValue(0)) == http.MethodConnect {
+	} else if connect {
 		if b.pseudo&(pScheme|pPath) != 0 || b.pseudo&pAuthority == 0 {
 			return false
 		}
-	} else if b.pseudo&(pScheme|pPath) != pScheme|pPath || len(st.pseudoValue(3)) == 0 {
+	} else if b.pseudo&(pScheme|pPath) != pScheme|pPath ||
+		string(scheme) != "http" && string(scheme) != "https" ||
+		!validPath(path, string(method) == http.MethodOptions) {
 		return false
+	}
+	if b.host {
+		// A Host field must agree with :authority (8.3.1), and it is the
+		// authority when there is none.
+		h := st.req.get("Host")
+		if b.pseudo&pAuthority != 0 && string(h) != string(authority) {
+			return false
+		}
+		authority = h
+	}
+	if bytes.IndexByte(authority, '@') >= 0 && (string(scheme) == "http" || string(scheme) == "https") {
+		return false // no userinfo (8.3.1)
 	}
 	st.req.joinCookies()
 	return true
+}
+
+// validMethod reports whether m is a token (RFC 9110, 9.1).
+func validMethod(m []byte) bool {
+	return len(m) > 0 && httpguts.ValidHeaderFieldName(bstr(m))
+}
+
+// validPath reports whether p is an origin-form target (RFC 9112, 3.2.1:
+// "/" and then no CTL, SP or DEL, the percent escapes of the path
+// well-formed as net/url requires), or "*" when star (OPTIONS) allows it.
+func validPath(p []byte, star bool) bool {
+	if len(p) == 0 {
+		return false
+	}
+	if p[0] != '/' {
+		return star && len(p) == 1 && p[0] == '*'
+	}
+	inQuery := false
+	for i := 0; i < len(p); i++ {
+		switch ch := p[i]; {
+		case ch <= ' ' || ch == 0x7f:
+			return false
+		case ch == '?':
+			inQuery = true
+		case ch == '%' && !inQuery:
+			if i+2 >= len(p) || !isHex(p[i+1]) || !isHex(p[i+2]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // closeIfDoneLocked forgets a stream both sides have ended.
@@ -208,7 +272,21 @@ func (st *stream) abortLocked() {
 		st.outFile = nil
 	}
 	st.cond.Broadcast()
+	st.fireGoneLocked()
 	st.maybeReleaseLocked()
+}
+
+// fireGoneLocked runs the functions AfterClientGone registered, each on a
+// goroutine of its own (they may take locks of their own, or c.mu).
+func (st *stream) fireGoneLocked() {
+	for i, w := range st.gone {
+		if !w.done {
+			w.done = true
+			go w.f()
+		}
+		st.gone[i] = nil
+	}
+	st.gone = st.gone[:0]
 }
 
 func (st *stream) maybeReleaseLocked() {
@@ -744,6 +822,48 @@ func (st *stream) ClientWatch() func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		return st.gen != gen || st.aborted || c.closed
+	}
+}
+
+// goneWatch is one AfterClientGone registration; done (c.mu) once f has
+// been started or the registration stopped.
+type goneWatch struct {
+	f    func()
+	done bool
+}
+
+// AfterClientGone (exchange.AfterClientGone) runs f once the stream is
+// reset by the client or its connection ends, or at once when it already
+// has. The stop function touches only its own registration and the
+// connection, so it stays safe after the stream is recycled.
+func (st *stream) AfterClientGone(f func()) func() bool {
+	c := st.c
+	w := &goneWatch{f: f}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st.aborted || c.closed {
+		w.done = true
+		go f()
+	} else {
+		// Stopped registrations are dropped here, so that a handler that
+		// registers once per wait keeps a short list.
+		live := st.gone[:0]
+		for _, g := range st.gone {
+			if !g.done {
+				live = append(live, g)
+			}
+		}
+		clear(st.gone[len(live):])
+		st.gone = append(live, w)
+	}
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if w.done {
+			return false
+		}
+		w.done = true
+		return true
 	}
 }
 

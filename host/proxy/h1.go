@@ -239,6 +239,10 @@ func (u *upstream) roundTrip(s *state, deadline time.Time) (phase, error) {
 	}
 	u.busy.Add(1)
 	conn := cc.Conn()
+	// From here the wait for the answer (WriteWait's included) ends the
+	// moment the client leaves.
+	cut := cutOnGone(s.x, conn)
+	defer cut.end()
 	hdrDeadline := time.Now().Add(u.h.s.headerTimeout)
 	if hdrDeadline.After(deadline) {
 		hdrDeadline = deadline
@@ -278,7 +282,10 @@ func (u *upstream) roundTrip(s *state, deadline time.Time) (phase, error) {
 		}
 		hc.ReleaseWriter(bw)
 	}
-	if err != nil {
+	if err != nil || cut.fired.Load() {
+		if cut.fired.Load() {
+			err = errClientGone
+		}
 		u.keep(false)
 		hc.CloseConn(cc)
 		return phaseSend, err
@@ -296,7 +303,7 @@ func (u *upstream) roundTrip(s *state, deadline time.Time) (phase, error) {
 	}
 
 	br := hc.AcquireReader(conn)
-	if err := awaitData(br, conn, hdrDeadline, s.clientGone); err != nil {
+	if err := awaitData(br, conn, hdrDeadline, s.clientGone, &cut.fired); err != nil {
 		hc.ReleaseReader(br)
 		u.keep(false)
 		hc.CloseConn(cc)
@@ -312,6 +319,11 @@ func (u *upstream) roundTrip(s *state, deadline time.Time) (phase, error) {
 		if st := resp.Header.StatusCode(); st >= 200 || st == http.StatusSwitchingProtocols || n >= maxInterim {
 			break
 		}
+	}
+	if !cut.end() {
+		// The client left: its past deadline may be on conn, which is
+		// not reused.
+		err = errClientGone
 	}
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)
@@ -381,6 +393,7 @@ func (u *upstream) roundTrip(s *state, deadline time.Time) (phase, error) {
 	b := bodyPool.Get().(*h1Body)
 	b.u, b.resp, b.br, b.conn, b.rs = u, resp, br, conn, resp.BodyStream()
 	b.left, b.gone = int64(cl), exchange.ClientWatch(x)
+	b.cut = cutOnGone(x, conn)
 	b.release = func(reuse bool) {
 		if u.keep(reuse) {
 			hc.ReleaseConn(cc)
@@ -426,26 +439,73 @@ func nextCheck(end time.Time) time.Time {
 	return end
 }
 
+// goneCut ends a wait on an upstream connection the moment the engine
+// learns that the client left (exchange.AfterClientGone: an HTTP/2 reset,
+// say), rather than at the wait's next look at the client: a past read
+// deadline on conn, fired set first, so that a wait that moved the
+// deadline since sees fired.
+type goneCut struct {
+	conn  net.Conn
+	fired atomic.Bool
+	stop  func() bool
+	ended bool // end ran; ok is its answer
+	ok    bool
+}
+
+// noCut is the cut of an engine that does not signal a client's leaving
+// (exchange.ClientGoneSignalled): it never fires, and nothing writes it.
+var noCut = goneCut{ended: true, ok: true}
+
+func cutOnGone(x exchange.Exchange, conn net.Conn) *goneCut {
+	if !exchange.ClientGoneSignalled(x) {
+		return &noCut // fasthttp: no allocation; awaitData looks instead
+	}
+	g := &goneCut{conn: conn}
+	g.stop = exchange.AfterClientGone(x, g.fire)
+	return g
+}
+
+// end stops the cut, once, and reports whether it never fired: when it
+// did (or does now), conn may get a past deadline and is not reused.
+func (g *goneCut) end() bool {
+	if !g.ended {
+		g.ended, g.ok = true, g.stop()
+	}
+	return g.ok
+}
+
+func (g *goneCut) fire() {
+	g.fired.Store(true)
+	_ = g.conn.SetReadDeadline(time.Unix(1, 0))
+}
+
 // awaitData waits until br has a byte to read (the upstream's answer, or
-// more of its body), up to end, calling gone every clientCheck. It leaves
-// conn's read deadline at end. Errors other than errClientGone are left
-// for the next read of br to meet. A quick answer costs one read and no
-// timer work: lazyconn moves a deadline only to bring it forward.
-func awaitData(br *bufio.Reader, conn net.Conn, end time.Time, gone func() bool) error {
+// more of its body), up to end, calling gone every clientCheck; it stops
+// at once when cut is set (goneCut). It leaves conn's read deadline at
+// end. Errors other than errClientGone are left for the next read of br
+// to meet. A quick answer costs one read and no timer work: lazyconn
+// moves a deadline only to bring it forward.
+func awaitData(br *bufio.Reader, conn net.Conn, end time.Time, gone func() bool, cut *atomic.Bool) error {
 	// Bounded by end: each turn waits clientCheck of it.
 	for {
 		check := nextCheck(end)
 		if check.Equal(end) {
-			return conn.SetReadDeadline(end)
+			if err := conn.SetReadDeadline(end); err != nil || !cut.Load() {
+				return err
+			}
+			return errClientGone
 		}
 		if err := conn.SetReadDeadline(check); err != nil {
 			return err
+		}
+		if cut.Load() {
+			return errClientGone
 		}
 		_, err := br.Peek(1)
 		if err == nil || !isTimeout(err) {
 			return conn.SetReadDeadline(end)
 		}
-		if gone() {
+		if cut.Load() || gone() {
 			return errClientGone
 		}
 	}
@@ -477,6 +537,7 @@ type h1Body struct {
 	eof     bool
 	left    int64       // bytes of a Content-Length body not read yet; negative when unknown
 	gone    func() bool // whether the client has left (exchange.ClientWatch)
+	cut     *goneCut
 }
 
 var bodyPool = sync.Pool{New: func() any { return new(h1Body) }}
@@ -484,7 +545,7 @@ var bodyPool = sync.Pool{New: func() any { return new(h1Body) }}
 func (b *h1Body) Read(p []byte) (int, error) {
 	if b.br.Buffered() == 0 && b.left != 0 {
 		// Timeout bounds each wait for more of the body, not its whole.
-		if err := awaitData(b.br, b.conn, time.Now().Add(b.u.h.s.timeout), b.gone); err != nil {
+		if err := awaitData(b.br, b.conn, time.Now().Add(b.u.h.s.timeout), b.gone, &b.cut.fired); err != nil {
 			return 0, err
 		}
 	}
@@ -492,9 +553,12 @@ func (b *h1Body) Read(p []byte) (int, error) {
 	if b.left > 0 {
 		b.left -= int64(n)
 	}
-	if err == io.EOF {
+	switch {
+	case err == io.EOF:
 		b.eof = true
-	} else if err != nil {
+	case err != nil && b.cut.fired.Load():
+		err = errClientGone // cut short, not the upstream's failure
+	case err != nil:
 		b.u.failures.Add(1)
 		b.u.h.log.Debug("proxy: upstream body failed", "upstream", b.u.t.raw, "error", err)
 	}
@@ -511,7 +575,8 @@ func (b *h1Body) VisitTrailers(fn func(name, value []byte)) {
 }
 
 func (b *h1Body) Close() error {
-	reuse := b.eof && !b.resp.Header.ConnectionClose()
+	// A cut that fired may leave a past deadline on the connection.
+	reuse := b.cut.end() && b.eof && !b.resp.Header.ConnectionClose()
 	_ = b.resp.CloseBodyStream()
 	b.u.hc.ReleaseReader(b.br)
 	b.release(reuse)
