@@ -47,8 +47,15 @@ func (u *upstream) h2Scheme() string {
 	return "https"
 }
 
-// serveH2 sends the request to an HTTP/2 upstream.
-func (u *upstream) serveH2(s *state, deadline time.Time) (phase, error) {
+// serveH2 sends the request to an HTTP/2 upstream. The request counts in
+// flight until it fails, or its answer is relayed (the body's Close).
+func (u *upstream) serveH2(s *state, deadline time.Time) (ph phase, err error) {
+	u.node.InFlight.Add(1)
+	defer func() {
+		if err != nil {
+			u.node.InFlight.Add(-1)
+		}
+	}()
 	x := s.x
 	if s.h2Header == nil {
 		s.toH2 = true
