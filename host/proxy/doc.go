@@ -14,7 +14,8 @@
 //
 // The fast path: HTTP/1.1 upstreams are reached through a fasthttp
 // HostClient per upstream (pooled keep-alive connections) driven by this
-// package's own round trip: the request head is built as bytes (head.go),
+// package's own round trip (h1.go: a try is one checkout and one done,
+// whatever the path): the request head is built as bytes (head.go),
 // a bodyless request goes out from inside the wait for its answer
 // (lazyconn.WriteWait), a small response costs no allocation and a large
 // or open-ended one streams to the client without a goroutine of its own
@@ -34,8 +35,7 @@
 // config/CONFIG.md; block.go registers it with config.RegisterHandler, so
 // a decoded block reaches New as it is.
 //
-// Of the project it imports config (to register its block; config imports
-// nothing of the host), host/exchange, its own forwarded package and the
-// host's internal helpers (ascii, lazyconn, pemfile, sockpeek): never
-// runtime.
+// What it imports is drawn in host/README.md (TestHouseDrawing keeps the
+// drawing true, TestLayers the layering): config too, to register its
+// block (config imports nothing of the host), and never runtime.
 package proxy
