@@ -228,9 +228,9 @@ func TestDoorSyntaxEngines(t *testing.T) {
 			case "HTTP/1.1":
 				status = sendH1(t, e, c)
 			case "HTTP/2.0":
-				status = sendH2(t, e, c)
+				status, _ = sendH2(t, e, c)
 			default:
-				status = sendH3(t, e, c)
+				status, _ = sendH3(t, e, c)
 			}
 			went := reached.Load() > before
 			switch {
@@ -271,15 +271,26 @@ func sendH1(t *testing.T, e exchangetest.Engine, c syntaxCase) int {
 }
 
 // pseudo returns the case's header fields for HTTP/2 and HTTP/3, the
-// pseudo-headers first, every value as it is.
-func pseudo(c syntaxCase, scheme, authority string) [][2]string {
+// pseudo-headers first, every value as it is; :authority is a.test
+// unless the case's fields name one.
+func pseudo(c syntaxCase, scheme string) [][2]string {
+	authority := "a.test"
+	var rest [][2]string
+	for _, f := range c.fields {
+		if f[0] == ":authority" {
+			authority = f[1]
+			continue
+		}
+		rest = append(rest, f)
+	}
 	f := [][2]string{{":method", c.method}, {":scheme", scheme}, {":authority", authority}, {":path", c.uri}}
-	return append(f, c.fields...)
+	return append(f, rest...)
 }
 
 // sendH2 sends the case as one HEADERS frame over cleartext HTTP/2 and
-// returns the status, 0 when the stream or the connection was reset.
-func sendH2(t *testing.T, e exchangetest.Engine, c syntaxCase) int {
+// returns the status and body, status 0 when the stream or the
+// connection was reset.
+func sendH2(t *testing.T, e exchangetest.Engine, c syntaxCase) (int, string) {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", e.Addr(), 5*time.Second)
 	if err != nil {
@@ -297,16 +308,17 @@ func sendH2(t *testing.T, e exchangetest.Engine, c syntaxCase) int {
 	}
 	var hb bytes.Buffer
 	enc := hpack.NewEncoder(&hb)
-	for _, f := range pseudo(c, "http", "a.test") {
+	for _, f := range pseudo(c, "http") {
 		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
 	}
 	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndStream: true, EndHeaders: true}); err != nil {
 		t.Fatal(err)
 	}
+	status, body := 0, []byte(nil)
 	for range 100 {
 		f, err := fr.ReadFrame()
 		if err != nil {
-			return 0
+			return 0, ""
 		}
 		switch f := f.(type) {
 		case *http2.SettingsFrame:
@@ -314,19 +326,26 @@ func sendH2(t *testing.T, e exchangetest.Engine, c syntaxCase) int {
 				fr.WriteSettingsAck()
 			}
 		case *http2.MetaHeadersFrame:
-			n, _ := strconv.Atoi(f.PseudoValue("status"))
-			return n
+			status, _ = strconv.Atoi(f.PseudoValue("status"))
+			if f.StreamEnded() {
+				return status, string(body)
+			}
+		case *http2.DataFrame:
+			body = append(body, f.Data()...)
+			if f.StreamEnded() {
+				return status, string(body)
+			}
 		case *http2.RSTStreamFrame, *http2.GoAwayFrame:
-			return 0
+			return 0, ""
 		}
 	}
 	t.Fatal("no answer in 100 frames")
-	return 0
+	return 0, ""
 }
 
 // sendH3 sends the case as one HEADERS frame over HTTP/3 and returns the
-// status, 0 when the stream or the connection was reset.
-func sendH3(t *testing.T, e exchangetest.Engine, c syntaxCase) int {
+// status and body, status 0 when the stream or the connection was reset.
+func sendH3(t *testing.T, e exchangetest.Engine, c syntaxCase) (int, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -347,7 +366,7 @@ func sendH3(t *testing.T, e exchangetest.Engine, c syntaxCase) int {
 	}
 	var hb bytes.Buffer
 	enc := qpack.NewEncoder(&hb)
-	for _, f := range pseudo(c, "https", "a.test") {
+	for _, f := range pseudo(c, "https") {
 		enc.WriteField(qpack.HeaderField{Name: f[0], Value: f[1]})
 	}
 	str, err := conn.OpenStreamSync(ctx)
@@ -357,38 +376,43 @@ func sendH3(t *testing.T, e exchangetest.Engine, c syntaxCase) int {
 	str.SetDeadline(time.Now().Add(5 * time.Second))
 	frame := quicvarint.Append(quicvarint.Append(nil, 0x01), uint64(hb.Len())) // HEADERS
 	if _, err := str.Write(append(frame, hb.Bytes()...)); err != nil {
-		return 0
+		return 0, ""
 	}
 	str.Close()
 	r := bufio.NewReader(str)
+	status, body := 0, []byte(nil)
 	for range 100 {
 		typ, err := quicvarint.Read(r)
+		if err == io.EOF && status != 0 {
+			return status, string(body)
+		}
 		if err != nil {
-			return 0
+			return 0, ""
 		}
 		n, err := quicvarint.Read(r)
 		if err != nil || n > 1<<16 {
-			return 0
+			return 0, ""
 		}
 		payload := make([]byte, n)
 		if _, err := io.ReadFull(r, payload); err != nil {
-			return 0
+			return 0, ""
 		}
-		if typ != 0x01 {
-			continue
-		}
-		dec := qpack.NewDecoder().Decode(payload)
-		for {
-			hf, err := dec()
-			if err != nil {
-				break
-			}
-			if hf.Name == ":status" {
-				n, _ := strconv.Atoi(hf.Value)
-				return n
+		switch typ {
+		case 0x00: // DATA
+			body = append(body, payload...)
+		case 0x01: // HEADERS
+			dec := qpack.NewDecoder().Decode(payload)
+			for {
+				hf, err := dec()
+				if err != nil {
+					break
+				}
+				if hf.Name == ":status" {
+					status, _ = strconv.Atoi(hf.Value)
+				}
 			}
 		}
 	}
 	t.Fatal("no answer in 100 frames")
-	return 0
+	return 0, ""
 }

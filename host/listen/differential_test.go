@@ -246,7 +246,7 @@ func outcomes(out []byte, finished bool) []string {
 // net/http in front of the same dispatch, and checks that they agree on
 // the site and route that served each request and on its status class.
 func FuzzEngines(f *testing.F) {
-	for _, s := range differentialSeeds {
+	for _, s := range append(differentialSeeds, syntaxSeeds...) {
 		f.Add([]byte(s))
 	}
 	e := startEngines(f)
@@ -628,4 +628,47 @@ var differentialSeeds = []string{
 	"GET /api/ HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\nGET /papi/ HTTP/1.1\r\nHost: a.test\r\n\r\n",
 	"GET /api/ HTTP/1.1\r\nHost: a.test\r\n",
 	"",
+	// The :method of issue 21, finding 1, as the proxy wrote it: on
+	// HTTP/1.1 it is a request of its own, for /papi/ (403 from both).
+	"GET /papi/secret.txt HTTP/1.1\r\nHost: a.test\r\nX-Junk: /api/x HTTP/1.1\r\nHost: a.test\r\n\r\n",
+	// Connection options name the client's own fields only.
+	"GET /api/ HTTP/1.1\r\nHost: a.test\r\nConnection: X-Forwarded-For, Forwarded, X-Client-Subject\r\nX-Forwarded-For: 10.9.9.9\r\n\r\n",
+	"GET /papi/ HTTP/1.1\r\nHost: a.test\r\nConnection: Host\r\n\r\n",
+}
+
+// syntaxSeeds are issue 21, finding 1, as HTTP/1.1 bytes, and the rest
+// of the front door's syntax rules (host/frontdoor): each is refused by
+// both engines, the first request of each never served.
+var syntaxSeeds = []string{
+	// The :path that carried a second request, its SP and CR LF in the
+	// request line as the proxy wrote them.
+	"GET /api/a?q HTTP/1.1\r\nHost: 127.0.0.1 HTTP/1.1\r\nHost: a.test\r\n\r\n",
+	"GET /api/a?q\rHTTP/1.1 HTTP/1.1\r\nHost: a.test\r\n\r\n",
+	"GET /api/x?a=\x00b HTTP/1.1\r\nHost: a.test\r\n\r\n",
+	"GET /api/x?a=\x01 HTTP/1.1\r\nHost: a.test\r\n\r\n",
+	"GET /api/x?a=\x7f HTTP/1.1\r\nHost: a.test\r\n\r\n",
+	"GET /api/x?a=\tb HTTP/1.1\r\nHost: a.test\r\n\r\n",
+	"GET /api/\x1bx HTTP/1.1\r\nHost: a.test\r\n\r\n",
+	"GE(T /api/x HTTP/1.1\r\nHost: a.test\r\n\r\n",
+	"G\x01T /api/x HTTP/1.1\r\nHost: a.test\r\n\r\n",
+	"GET /api/x HTTP/1.1\r\nHost: a.test\r\nX(a): 1\r\n\r\n",
+	"GET /api/x HTTP/1.1\r\nHost: a.test\r\nX\x01a: 1\r\n\r\n",
+	"GET /api/x HTTP/1.1\r\nHost: a.test\r\nX-A: a\x00b\r\n\r\n",
+	"GET /api/x HTTP/1.1\r\nHost: a.test\r\nX-A: a\x01b\r\n\r\n",
+	"GET /api/x HTTP/1.1\r\nHost: a.test\r\nX-A: a\x7fb\r\n\r\n",
+}
+
+// TestEnginesRefuseSyntax: both engines refuse every syntax seed (a 4xx
+// no route answered, or no answer): nothing of it is served.
+func TestEnginesRefuseSyntax(t *testing.T) {
+	e := startEngines(t)
+	for _, req := range syntaxSeeds {
+		fo, ffin := e.serveFast([]byte(req))
+		so, sfin := e.serveStd([]byte(req))
+		for name, o := range map[string][]string{"fasthttp": outcomes(fo, ffin), "net/http": outcomes(so, sfin)} {
+			if first := at(o, 0); !refused(first) || strings.HasPrefix(first, "5xx") {
+				t.Errorf("%s: %q: %q, want a 4xx or no answer", name, req, o)
+			}
+		}
+	}
 }

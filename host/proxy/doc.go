@@ -8,13 +8,14 @@
 // of a route, after the request filters and the gateway (rate limits,
 // allow/deny) and before the response filters, which read and may replace
 // what it produced. It is written against exchange.Exchange, so it runs
-// unchanged behind the fasthttp engine (HTTP/1.1) and net/http (HTTP/2),
-// and it returns *exchange.Error (502, 503, 504, 413) for the host to
+// unchanged behind every engine (fasthttp for HTTP/1.1, host/h2 or
+// net/http for HTTP/2, quic-go for HTTP/3), and it returns *exchange.Error (502, 503, 504, 413) for the host to
 // render; the messages it gives clients never name an upstream.
 //
 // The fast path: HTTP/1.1 upstreams are reached through a fasthttp
 // HostClient per upstream (pooled keep-alive connections) driven by this
-// package's own round trip: the request head is built as bytes (head.go),
+// package's own round trip (h1.go: a try is one checkout and one done,
+// whatever the path): the request head is built as bytes (head.go),
 // a bodyless request goes out from inside the wait for its answer
 // (lazyconn.WriteWait), a small response costs no allocation and a large
 // or open-ended one streams to the client without a goroutine of its own
@@ -34,7 +35,7 @@
 // config/CONFIG.md; block.go registers it with config.RegisterHandler, so
 // a decoded block reaches New as it is.
 //
-// What it imports of host is drawn in host/README.md; outside host,
-// config (to register its block; config imports nothing of the host). It
-// must not import runtime.
+// What it imports is drawn in host/README.md (TestHouseDrawing keeps the
+// drawing true, TestLayers the layering): config too, to register its
+// block (config imports nothing of the host), and never runtime.
 package proxy

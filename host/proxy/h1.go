@@ -221,57 +221,147 @@ const maxInterim = 16 // 1xx responses skipped before the final one
 // before reuse; busy connections are reused without a look.
 const staleAfter = 200 * time.Millisecond
 
-// roundTrip is one HTTP/1.1 exchange on a pooled connection. It writes
-// the response to the client's exchange: whole when it is small (or
-// Buffering is on), else as a stream that holds the connection until the
-// client has it all.
+// roundTrip is one HTTP/1.1 exchange on a pooled connection: a
+// checkout, the request sent, the response head awaited, the response
+// relayed to the client's exchange: whole when it is small (or
+// Buffering is on), else as a stream that holds the try until the
+// client has it all. Every path ends the try with one done.
 func (u *upstream) roundTrip(s *state, deadline time.Time) (phase, error) {
+	var t try
+	if err := u.checkout(s, deadline, &t); err != nil {
+		return phaseConn, err
+	}
+	if ph, err := t.send(deadline); err != nil {
+		t.done(false)
+		return ph, err
+	}
+	if err := t.awaitHead(); err != nil {
+		t.done(false)
+		return phaseWait, err
+	}
+	return phaseWait, t.relay() // done by relay, or by the stream's Close
+}
+
+// try is one request's hold on a pooled HTTP/1.1 connection. checkout
+// takes the connection and counts the request in flight and the
+// connection busy; done gives the connection back (kept or closed) and
+// undoes exactly that, once, on every path: a failure, a relayed
+// answer, or the Close of a streamed body.
+type try struct {
+	u    *upstream
+	s    *state // nil once a streamed body owns the try: s is recycled
+	cc   any    // fasthttp's *clientConn, which has no exported name: see giveBack
+	conn net.Conn
+	cut  *goneCut           // ends the waits the moment the client leaves
+	br   *bufio.Reader      // the answer's reader, from awaitHead on
+	resp *fasthttp.Response // the answer, from awaitHead on
+	head time.Time          // the deadline of the wait for the answer's head
+}
+
+// checkout takes a connection from u's pool for s, waiting for one up to
+// deadline; a connection the upstream closed while it sat idle is
+// dropped for another. The request counts in flight from the start of
+// the wait.
+func (u *upstream) checkout(s *state, deadline time.Time, t *try) error {
+	u.node.InFlight.Add(1)
 	hc := u.hc
 	cc, err := hc.AcquireConn(time.Until(deadline), false)
 	for tries := 0; err == nil && tries < 4 && time.Since(cc.LastUseTime()) > staleAfter && !alive(cc.Conn()); tries++ {
-		// The upstream closed it while it sat idle: sending on it would
-		// fail after the fact, and a POST could then not be retried.
+		// Sending on it would fail after the fact, and a POST could then
+		// not be retried.
 		hc.CloseConn(cc)
 		cc, err = hc.AcquireConn(time.Until(deadline), false)
 	}
 	if err != nil {
-		return phaseConn, err
+		u.node.InFlight.Add(-1)
+		return err
 	}
 	u.busy.Add(1)
-	conn := cc.Conn()
+	*t = try{u: u, s: s, cc: cc, conn: cc.Conn()}
 	// From here the wait for the answer (WriteWait's included) ends the
 	// moment the client leaves.
-	cut := cutOnGone(s.x, conn)
-	defer cut.end()
-	hdrDeadline := time.Now().Add(u.h.s.headerTimeout)
-	if hdrDeadline.After(deadline) {
-		hdrDeadline = deadline
+	t.cut = cutOnGone(s.x, t.conn)
+	return nil
+}
+
+// done ends the try: the connection goes back to the pool when reuse
+// holds, its cut never fired (a past read deadline may be on it) and
+// MaxIdleConns allows, else it is closed; the reader and the answer are
+// released, and busy and in flight undone. Later calls do nothing.
+func (t *try) done(reuse bool) {
+	u := t.u
+	if u == nil {
+		return
 	}
+	if !t.cut.end() {
+		reuse = false
+	}
+	if t.br != nil {
+		u.hc.ReleaseReader(t.br)
+	}
+	if t.resp != nil {
+		fasthttp.ReleaseResponse(t.resp)
+	}
+	if u.keep(reuse) {
+		giveBack(releaseConn, u.hc, t.cc)
+	} else {
+		giveBack(closeConn, u.hc, t.cc)
+	}
+	u.node.InFlight.Add(-1)
+	*t = try{}
+}
+
+// releaseConn and closeConn are the HostClient's ways to end a
+// checkout, typed by inference: the connection type AcquireConn returns
+// is unexported, so a try keeps it as any, and giveBack asserts it back.
+var (
+	releaseConn = (*fasthttp.HostClient).ReleaseConn
+	closeConn   = (*fasthttp.HostClient).CloseConn
+)
+
+// giveBack calls end (releaseConn or closeConn) on cc. A pointer in an
+// interface costs no allocation.
+func giveBack[C any](end func(*fasthttp.HostClient, C), hc *fasthttp.HostClient, cc any) {
+	end(hc, cc.(C))
+}
+
+// headDeadline is when a wait for an answer's head starting now ends.
+func (t *try) headDeadline(deadline time.Time) time.Time {
+	if d := time.Now().Add(t.u.h.s.headerTimeout); d.Before(deadline) {
+		return d
+	}
+	return deadline
+}
+
+// send writes the request head and body and sets the deadline of the
+// wait for the answer's head: from now for a bodyless request, whose
+// write fits the socket buffer of a connection whose previous exchange
+// is complete (it cannot block) and goes out from inside that wait
+// (lazyconn.WriteWait); from the body's end otherwise.
+func (t *try) send(deadline time.Time) (phase, error) {
+	s, conn := t.s, t.conn
+	t.head = t.headDeadline(deadline)
 	cnt, _ := conn.(*countedConn)
+	var err error
 	if s.bodyLen == 0 {
-		// A request without a body fits the socket buffer of a connection
-		// whose previous exchange is complete: its write cannot block, and
-		// only the wait for the answer needs a deadline.
 		// The first wait is clientCheck at most: awaitData looks at the
 		// client between waits.
-		first := nextCheck(hdrDeadline)
+		first := nextCheck(t.head)
 		if cnt == nil || cnt.wdl {
 			err = conn.SetDeadline(first)
 		} else {
 			err = conn.SetReadDeadline(first)
 		}
 	} else {
-		// The header wait starts once the body is sent.
 		err = conn.SetWriteDeadline(deadline)
 		if cnt != nil {
 			cnt.wdl = true
 		}
 	}
 	if lc := plainConn(cnt); err == nil && lc != nil && s.bodyLen == 0 {
-		// A request without a body goes out in one write made from inside
-		// the wait for the answer (lazyconn.WriteWait).
 		err = lc.WriteWait(s.hd.wire)
 	} else if err == nil {
+		hc := t.u.hc
 		bw := hc.AcquireWriter(conn)
 		_, err = bw.Write(s.hd.wire)
 		if err == nil && s.bodyLen != 0 {
@@ -282,136 +372,107 @@ func (u *upstream) roundTrip(s *state, deadline time.Time) (phase, error) {
 		}
 		hc.ReleaseWriter(bw)
 	}
-	if err != nil || cut.fired.Load() {
-		if cut.fired.Load() {
-			err = errClientGone
-		}
-		u.keep(false)
-		hc.CloseConn(cc)
+	switch {
+	case t.cut.fired.Load():
+		return phaseSend, errClientGone
+	case err != nil:
 		return phaseSend, err
+	case s.bodyLen != 0:
+		t.head = t.headDeadline(deadline)
+		return phaseWait, conn.SetReadDeadline(t.head)
 	}
-	if s.bodyLen != 0 {
-		hdrDeadline = time.Now().Add(u.h.s.headerTimeout)
-		if hdrDeadline.After(deadline) {
-			hdrDeadline = deadline
-		}
-		if err := conn.SetReadDeadline(hdrDeadline); err != nil {
-			u.keep(false)
-			hc.CloseConn(cc)
-			return phaseWait, err
-		}
-	}
+	return phaseWait, nil
+}
 
-	br := hc.AcquireReader(conn)
-	if err := awaitData(br, conn, hdrDeadline, s.clientGone, &cut.fired); err != nil {
-		hc.ReleaseReader(br)
-		u.keep(false)
-		hc.CloseConn(cc)
-		return phaseWait, err
+// awaitHead waits for the answer's head, up to t.head, looking at the
+// client meanwhile, and reads it: interim (1xx) answers are skipped, but
+// 101 and at most maxInterim of them.
+func (t *try) awaitHead() error {
+	t.br = t.u.hc.AcquireReader(t.conn)
+	if err := awaitData(t.br, t.conn, t.head, t.s.clientGone, &t.cut.fired); err != nil {
+		return err
 	}
-	resp := fasthttp.AcquireResponse()
-	resp.Header.DisableNormalizing()
+	t.resp = fasthttp.AcquireResponse()
+	t.resp.Header.DisableNormalizing()
 	for n := 0; ; n++ {
-		err = resp.Header.Read(br)
-		if err != nil {
-			break
+		if err := t.resp.Header.Read(t.br); err != nil {
+			return err
 		}
-		if st := resp.Header.StatusCode(); st >= 200 || st == http.StatusSwitchingProtocols || n >= maxInterim {
+		if st := t.resp.Header.StatusCode(); st >= 200 || st == http.StatusSwitchingProtocols || n >= maxInterim {
 			break
 		}
 	}
-	if !cut.end() {
-		// The client left: its past deadline may be on conn, which is
-		// not reused.
-		err = errClientGone
+	if t.cut.fired.Load() {
+		return errClientGone
+	}
+	return nil
+}
+
+// relay hands the answer to the client: a head alone, a body read whole
+// (up to bufferLimit, or any with Buffering), or a stream that holds
+// the try until the client has it.
+func (t *try) relay() error {
+	s, resp := t.s, t.resp
+	status := resp.Header.StatusCode()
+	s.gotResponse(t.u, status)
+	cl := resp.Header.ContentLength() // -1 chunked, -2 until close
+	switch {
+	case noBody(status, s.head):
+		reuse := !resp.Header.ConnectionClose()
+		s.writeH1Header(t.u, resp, status)
+		if s.head && status != http.StatusNoContent && status != http.StatusNotModified {
+			s.x.SendReader(http.NoBody, int64(max(cl, -1)))
+		}
+		t.done(reuse)
+		return nil
+	case cl >= 0 && cl <= bufferLimit || t.u.h.opts.Buffering:
+		return t.relayBuffered(status, cl)
+	}
+	t.relayStream(status, cl)
+	return nil
+}
+
+// relayBuffered reads the body whole, then answers with it.
+func (t *try) relayBuffered(status, cl int) error {
+	s, resp, br := t.s, t.resp, t.br
+	var err error
+	if cl < 0 || br.Buffered() < cl {
+		err = t.conn.SetReadDeadline(time.Now().Add(t.u.h.s.timeout))
+	}
+	if err == nil {
+		err = resp.ReadBody(br, 0)
+	}
+	if err == nil && cl == -1 {
+		err = resp.Header.ReadTrailer(br)
 	}
 	if err != nil {
-		fasthttp.ReleaseResponse(resp)
-		hc.ReleaseReader(br)
-		u.keep(false)
-		hc.CloseConn(cc)
-		return phaseWait, err
+		t.done(false)
+		return err
 	}
+	reuse := cl != -2 && !resp.Header.ConnectionClose()
+	s.writeH1Header(t.u, resp, status)
+	s.x.Write(resp.Body())
+	t.done(reuse)
+	return nil
+}
 
+// relayStream answers with the body as it comes: an h1Body takes the
+// try, and its Close ends it.
+func (t *try) relayStream(status, cl int) {
+	s, resp := t.s, t.resp
 	x := s.x
-	status := resp.Header.StatusCode()
-	s.gotResponse(u, status)
-	cl := resp.Header.ContentLength() // -1 chunked, -2 until close
-
-	if noBody(status, s.head) {
-		reuse := !resp.Header.ConnectionClose()
-		s.writeH1Header(u, resp, status)
-		if s.head && status != http.StatusNoContent && status != http.StatusNotModified {
-			if cl < 0 {
-				cl = -1
-			}
-			x.SendReader(http.NoBody, int64(cl))
-		}
-		fasthttp.ReleaseResponse(resp)
-		hc.ReleaseReader(br)
-		if u.keep(reuse) {
-			hc.ReleaseConn(cc)
-		} else {
-			hc.CloseConn(cc)
-		}
-		u.node.InFlight.Add(-1)
-		return phaseWait, nil
-	}
-
-	if (cl >= 0 && cl <= bufferLimit) || u.h.opts.Buffering {
-		if cl < 0 || br.Buffered() < cl {
-			err = conn.SetReadDeadline(time.Now().Add(u.h.s.timeout))
-		}
-		if err == nil {
-			err = resp.ReadBody(br, 0)
-		}
-		if err == nil && cl == -1 {
-			err = resp.Header.ReadTrailer(br)
-		}
-		hc.ReleaseReader(br)
-		if err != nil {
-			fasthttp.ReleaseResponse(resp)
-			u.keep(false)
-			hc.CloseConn(cc)
-			return phaseWait, err
-		}
-		if u.keep(cl != -2 && !resp.Header.ConnectionClose()) {
-			hc.ReleaseConn(cc)
-		} else {
-			hc.CloseConn(cc)
-		}
-		s.writeH1Header(u, resp, status)
-		x.Write(resp.Body())
-		fasthttp.ReleaseResponse(resp)
-		u.node.InFlight.Add(-1)
-		return phaseWait, nil
-	}
-
-	// Stream: the connection stays checked out until the body is done.
 	resp.StreamBody = true
-	_ = resp.ReadBody(br, 0) // only sets up the stream
+	_ = resp.ReadBody(t.br, 0) // only sets up the stream
+	s.writeH1Header(t.u, resp, status)
+	for _, k := range resp.Header.PeekTrailerKeys() {
+		x.AddResponseHeaderBytes([]byte("Trailer"), k)
+	}
 	b := bodyPool.Get().(*h1Body)
-	b.u, b.resp, b.br, b.conn, b.rs = u, resp, br, conn, resp.BodyStream()
+	b.t, b.rs = *t, resp.BodyStream()
+	b.t.s = nil
 	b.left, b.gone = int64(cl), exchange.ClientWatch(x)
-	b.cut = cutOnGone(x, conn)
-	b.release = func(reuse bool) {
-		if u.keep(reuse) {
-			hc.ReleaseConn(cc)
-		} else {
-			hc.CloseConn(cc)
-		}
-	}
-	s.writeH1Header(u, resp, status)
-	if len(resp.Header.PeekTrailerKeys()) > 0 {
-		for _, k := range resp.Header.PeekTrailerKeys() {
-			x.AddResponseHeaderBytes([]byte("Trailer"), k)
-		}
-	}
-	if cl < 0 {
-		cl = -1
-	}
-	x.SendReader(b, int64(cl))
-	return phaseWait, nil
+	*t = try{}
+	x.SendReader(b, int64(max(cl, -1)))
 }
 
 // clientCheckEvery is how often a request waiting for its upstream's
@@ -525,27 +586,24 @@ func (s *state) writeH1Header(u *upstream, resp *fasthttp.Response, status int) 
 	s.writeHeaderDown(u)
 }
 
-// h1Body streams an HTTP/1.1 upstream's body to the client; closing it
-// returns the connection to the pool when the body was read to its end.
+// h1Body streams an HTTP/1.1 upstream's body to the client; it holds
+// the try, which its Close ends: the connection back to the pool when the
+// body was read to its end.
 type h1Body struct {
-	u       *upstream
-	resp    *fasthttp.Response
-	rs      io.Reader
-	br      *bufio.Reader
-	conn    net.Conn
-	release func(reuse bool)
-	eof     bool
-	left    int64       // bytes of a Content-Length body not read yet; negative when unknown
-	gone    func() bool // whether the client has left (exchange.ClientWatch)
-	cut     *goneCut
+	t    try
+	rs   io.Reader
+	eof  bool
+	left int64       // bytes of a Content-Length body not read yet; negative when unknown
+	gone func() bool // whether the client has left (exchange.ClientWatch)
 }
 
 var bodyPool = sync.Pool{New: func() any { return new(h1Body) }}
 
 func (b *h1Body) Read(p []byte) (int, error) {
-	if b.br.Buffered() == 0 && b.left != 0 {
+	t := &b.t
+	if t.br.Buffered() == 0 && b.left != 0 {
 		// Timeout bounds each wait for more of the body, not its whole.
-		if err := awaitData(b.br, b.conn, time.Now().Add(b.u.h.s.timeout), b.gone, &b.cut.fired); err != nil {
+		if err := awaitData(t.br, t.conn, time.Now().Add(t.u.h.s.timeout), b.gone, &t.cut.fired); err != nil {
 			return 0, err
 		}
 	}
@@ -556,32 +614,29 @@ func (b *h1Body) Read(p []byte) (int, error) {
 	switch {
 	case err == io.EOF:
 		b.eof = true
-	case err != nil && b.cut.fired.Load():
+	case err != nil && t.cut.fired.Load():
 		err = errClientGone // cut short, not the upstream's failure
 	case err != nil:
-		b.u.failures.Add(1)
-		b.u.h.log.Debug("proxy: upstream body failed", "upstream", b.u.t.raw, "error", err)
+		t.u.failures.Add(1)
+		t.u.h.log.Debug("proxy: upstream body failed", "upstream", t.u.t.raw, "error", err)
 	}
 	return n, err
 }
 
 // VisitTrailers reports the trailers of a chunked body.
 func (b *h1Body) VisitTrailers(fn func(name, value []byte)) {
-	for _, k := range b.resp.Header.PeekTrailerKeys() {
-		if v := b.resp.Header.PeekBytes(k); v != nil {
+	h := &b.t.resp.Header
+	for _, k := range h.PeekTrailerKeys() {
+		if v := h.PeekBytes(k); v != nil {
 			fn(k, v)
 		}
 	}
 }
 
 func (b *h1Body) Close() error {
-	// A cut that fired may leave a past deadline on the connection.
-	reuse := b.cut.end() && b.eof && !b.resp.Header.ConnectionClose()
-	_ = b.resp.CloseBodyStream()
-	b.u.hc.ReleaseReader(b.br)
-	b.release(reuse)
-	fasthttp.ReleaseResponse(b.resp)
-	b.u.node.InFlight.Add(-1)
+	reuse := b.eof && !b.t.resp.Header.ConnectionClose()
+	_ = b.t.resp.CloseBodyStream()
+	b.t.done(reuse)
 	*b = h1Body{}
 	bodyPool.Put(b)
 	return nil

@@ -47,27 +47,20 @@ func (u *upstream) h2Scheme() string {
 	return "https"
 }
 
-// serveH2 sends the request to an HTTP/2 upstream.
-func (u *upstream) serveH2(s *state, deadline time.Time) (phase, error) {
+// serveH2 sends the request to an HTTP/2 upstream. The request counts in
+// flight until it fails, or its answer is relayed (the body's Close).
+func (u *upstream) serveH2(s *state, deadline time.Time) (ph phase, err error) {
+	u.node.InFlight.Add(1)
+	defer func() {
+		if err != nil {
+			u.node.InFlight.Add(-1)
+		}
+	}()
 	x := s.x
-	if s.h2Header == nil {
-		s.toH2 = true
-		s.h2Header = make(http.Header, 16)
-		s.buildHeaders()
-		s.applyOps(&s.h.headerUp)
-		s.toH2 = false
-		s.h2URI = string(s.uri)
-	}
-	if s.h2Bad || !token(x.Method()) || !cleanTarget(s.uri) || s.h.keepHost && !cleanValue(x.Host()) {
-		// HPACK would carry them, and an upstream that turns the request
-		// into HTTP/1.1 again would write them: refused as buildH1 does.
-		return phaseConn, errUnwritable
-	}
-	ru, err := url.ParseRequestURI(s.h2URI)
+	req, err := s.h2Request(u)
 	if err != nil {
 		return phaseConn, err
 	}
-	ru.Scheme, ru.Host = u.h2Scheme(), u.t.addr
 	base := x.Context()
 	if _, ok := base.(*fasthttp.RequestCtx); ok {
 		// Its Done is the server's, not the client's; deriving from it
@@ -75,24 +68,6 @@ func (u *upstream) serveH2(s *state, deadline time.Time) (phase, error) {
 		base = context.Background()
 	}
 	ctx, cancel := context.WithCancelCause(base)
-	req := &http.Request{
-		Method:     string(x.Method()),
-		URL:        ru,
-		Proto:      "HTTP/2.0",
-		ProtoMajor: 2,
-		Header:     s.h2Header.Clone(),
-		Host:       u.t.host,
-	}
-	if s.h.keepHost {
-		req.Host = string(x.Host())
-	}
-	if v := req.Header.Get("Host"); v != "" {
-		req.Host = v // set by HeaderUp
-		req.Header.Del("Host")
-	}
-	if s.parent.IsValid() {
-		s.injectH2(req.Header)
-	}
 	if s.bodyLen != 0 {
 		// The transport may read the body after this request's state is
 		// recycled (until the stream ends), so it gets its own reader.
@@ -123,7 +98,59 @@ func (u *upstream) serveH2(s *state, deadline time.Time) (phase, error) {
 		}
 		return phaseWait, err
 	}
+	u.relayH2(s, resp, cancel, w)
+	return phaseWait, nil
+}
 
+// h2Request builds the request for an HTTP/2 upstream: the headers once
+// per request (every try shares them), the target and Host per try. It
+// refuses, as buildH1 does, what no HTTP/1.1 head could carry.
+func (s *state) h2Request(u *upstream) (*http.Request, error) {
+	x := s.x
+	if s.h2Header == nil {
+		s.toH2 = true
+		s.h2Header = make(http.Header, 16)
+		s.buildHeaders()
+		s.applyOps(&s.h.headerUp)
+		s.toH2 = false
+		s.h2URI = string(s.uri)
+	}
+	if s.h2Bad || !token(x.Method()) || !cleanTarget(s.uri) || s.h.keepHost && !cleanValue(x.Host()) {
+		// HPACK would carry them, and an upstream that turns the request
+		// into HTTP/1.1 again would write them.
+		return nil, errUnwritable
+	}
+	ru, err := url.ParseRequestURI(s.h2URI)
+	if err != nil {
+		return nil, err
+	}
+	ru.Scheme, ru.Host = u.h2Scheme(), u.t.addr
+	req := &http.Request{
+		Method:     string(x.Method()),
+		URL:        ru,
+		Proto:      "HTTP/2.0",
+		ProtoMajor: 2,
+		Header:     s.h2Header.Clone(),
+		Host:       u.t.host,
+	}
+	if s.h.keepHost {
+		req.Host = string(x.Host())
+	}
+	if v := req.Header.Get("Host"); v != "" {
+		req.Host = v // set by HeaderUp
+		req.Header.Del("Host")
+	}
+	if s.parent.IsValid() {
+		s.injectH2(req.Header)
+	}
+	return req, nil
+}
+
+// relayH2 hands an HTTP/2 upstream's answer to the client: its head,
+// and its body as a stream (h2Body, whose Close ends the request's count
+// in flight), unless it has none.
+func (u *upstream) relayH2(s *state, resp *http.Response, cancel context.CancelCauseFunc, w *h2Watch) {
+	x := s.x
 	s.gotResponse(u, resp.StatusCode)
 	x.SetStatus(resp.StatusCode)
 	for k, vs := range resp.Header {
@@ -147,7 +174,7 @@ func (u *upstream) serveH2(s *state, deadline time.Time) (phase, error) {
 			x.SendReader(http.NoBody, resp.ContentLength)
 		}
 		u.node.InFlight.Add(-1)
-		return phaseWait, nil
+		return
 	}
 	w.wait(s.h.s.timeout) // now the longest wait for more of the body
 	b := &h2Body{u: u, resp: resp, cancel: cancel, w: w}
@@ -156,7 +183,6 @@ func (u *upstream) serveH2(s *state, deadline time.Time) (phase, error) {
 		size = -1 // trailers need a chunked body on HTTP/1.1
 	}
 	x.SendReader(b, size)
-	return phaseWait, nil
 }
 
 // h2Watch ends an HTTP/2 exchange that waits too long (for the response

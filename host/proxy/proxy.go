@@ -307,7 +307,6 @@ func (h *Handler) serve(s *state) error {
 			}
 			break
 		}
-		u.node.InFlight.Add(1)
 		s.beginTry(u)
 		var ph phase
 		var err error
@@ -321,7 +320,6 @@ func (h *Handler) serve(s *state) error {
 			u.passive.Success()
 			return nil
 		}
-		u.node.InFlight.Add(-1)
 		if s.lim.exceeded {
 			return errTooLarge
 		}
