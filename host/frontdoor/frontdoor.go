@@ -54,6 +54,43 @@ var challengePrefix = []byte(tlsconf.ChallengePrefix)
 // the listener's HTTP/3 announcement ("" for none). Errors are
 // *exchange.Error values with the status to answer.
 func (d *Door) Serve(x exchange.Exchange, altSvc string, next func(*route.Site) error) error {
+	if err := d.admit(x); err != nil {
+		return err
+	}
+	if d.Sites == nil {
+		return ErrNoSite
+	}
+	site := d.Sites.Site(x.Host())
+	if site == nil {
+		return ErrNoSite
+	}
+	if !x.IsTLS() {
+		if answered := acmeChallenge(x); answered {
+			return nil
+		}
+		return next(site)
+	}
+	p, err := d.tlsPolicy(x, site)
+	if err != nil {
+		return err
+	}
+	err = next(site)
+	// After the handler, so that its own values win (a proxied upstream's
+	// HSTS, say), and the same on every engine: every adapter writes the
+	// response head only once the handler has returned.
+	if p != nil && p.HSTS != "" && x.ResponseHeader(hstsHeader) == nil {
+		x.SetResponseHeader(hstsHeader, p.HSTS)
+	}
+	if altSvc != "" && x.ResponseHeader(altSvcHeader) == nil {
+		x.SetResponseHeader(altSvcHeader, altSvc)
+	}
+	return err
+}
+
+// admit is the door's part that needs no site: the HTTP version, CONNECT,
+// the request's syntax and authority, the client address, the fields no
+// client may send and the body limit.
+func (d *Door) admit(x exchange.Exchange) error {
 	switch x.Proto() {
 	case "HTTP/1.1", "HTTP/1.0":
 	case "HTTP/2.0", "HTTP/3.0":
@@ -90,56 +127,54 @@ func (d *Door) Serve(x exchange.Exchange, altSvc string, next func(*route.Site) 
 			exchange.LimitRequestBody(x, max)
 		}
 	}
-	if d.Sites == nil {
-		return ErrNoSite
+	return nil
+}
+
+// acmeChallenge answers an ACME HTTP-01 challenge for a certificate
+// being issued, and reports whether it did.
+func acmeChallenge(x exchange.Exchange) bool {
+	uri := x.RequestURI()
+	if !bytes.HasPrefix(uri, challengePrefix) {
+		return false
 	}
-	site := d.Sites.Site(x.Host())
-	if site == nil {
-		return ErrNoSite
+	key, ok := tlsconf.HTTPChallenge(string(x.Host()), string(uri))
+	if !ok {
+		return false
 	}
-	if !x.IsTLS() {
-		if uri := x.RequestURI(); bytes.HasPrefix(uri, challengePrefix) {
-			if key, ok := tlsconf.HTTPChallenge(string(x.Host()), string(uri)); ok {
-				x.SetStatus(http.StatusOK)
-				x.SetResponseHeader("Content-Type", "text/plain")
-				x.SetBody(key)
-				return nil
-			}
+	x.SetStatus(http.StatusOK)
+	x.SetResponseHeader("Content-Type", "text/plain")
+	x.SetBody(key)
+	return true
+}
+
+// tlsPolicy applies site's TLS policy to a request that came over TLS:
+// a connection whose handshake was not made for the site is misdirected
+// (421), and a client certificate's identity is set in its header. It
+// returns the policy (nil when the site has none) for HSTS.
+func (d *Door) tlsPolicy(x exchange.Exchange, site *route.Site) (*tlsconf.Policy, error) {
+	if d.TLS == nil {
+		return nil, nil
+	}
+	p := d.TLS.Site(site.Name)
+	if p == nil {
+		return nil, nil
+	}
+	cs := exchange.TLSState(x)
+	if cs == nil {
+		if p.ClientAuth != tlsconf.NoClientCert {
+			return nil, ErrMisdirected // no handshake state to check: refuse
 		}
-		return next(site)
+		return p, nil
 	}
-	var p *tlsconf.Policy
-	if d.TLS != nil {
-		p = d.TLS.Site(site.Name)
+	if d.TLS.Misdirected(p, cs.ServerName) {
+		return nil, ErrMisdirected
 	}
-	if p != nil {
-		cs := exchange.TLSState(x)
-		if cs == nil {
-			if p.ClientAuth != tlsconf.NoClientCert {
-				return ErrMisdirected // no handshake state to check: refuse
-			}
-		} else {
-			if d.TLS.Misdirected(p, cs.ServerName) {
-				return ErrMisdirected
-			}
-			if p.ClientCertHeader != "" {
-				if id := tlsconf.Identity(cs); id != "" {
-					x.SetRequestHeader(p.ClientCertHeader, id)
-				}
-			}
+	if p.ClientCertHeader != "" {
+		if id := tlsconf.Identity(cs); id != "" {
+			x.SetRequestHeader(p.ClientCertHeader, id)
 		}
 	}
-	err := next(site)
-	// After the handler, so that its own values win (a proxied upstream's
-	// HSTS, say), and the same on every engine: both adapters write the
-	// response head only once the handler has returned.
-	if p != nil && p.HSTS != "" && x.ResponseHeader(hstsHeader) == nil {
-		x.SetResponseHeader(hstsHeader, p.HSTS)
-	}
-	if altSvc != "" && x.ResponseHeader(altSvcHeader) == nil {
-		x.SetResponseHeader(altSvcHeader, altSvc)
-	}
-	return err
+	return p, nil
 }
 
 // client decides the client's address: the peer, or, when the peer is a
