@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -48,6 +49,12 @@ func (s *syncBuffer) take() string {
 // lines go to the returned buffer.
 func wafFilter(t testing.TB, config string) (*runtime.Filter, *syncBuffer) {
 	t.Helper()
+	return wafFilterBuffer(t, config, 64<<10)
+}
+
+// wafFilterBuffer is wafFilter with the filter's max_buffer.
+func wafFilterBuffer(t testing.TB, config string, maxBuffer int64) (*runtime.Filter, *syncBuffer) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: the waf module takes seconds to compile")
 	}
@@ -74,7 +81,7 @@ func wafFilter(t testing.TB, config string) (*runtime.Filter, *syncBuffer) {
 		Config:      []byte(config),
 		PoolSize:    1,
 		MemoryLimit: 256 << 20,
-		MaxBuffer:   64 << 10,
+		MaxBuffer:   maxBuffer,
 		Timeout:     10 * time.Second,
 		InitTimeout: 60 * time.Second,
 	})
@@ -137,6 +144,64 @@ func TestWAFBlocksThroughServer(t *testing.T) {
 					t.Errorf("%s: body %q, want the upstream's echo of %q", c.name, body, c.body)
 				}
 				checkRules(t, c, logs.take())
+			}
+		})
+	}
+}
+
+// TestWAFRefusesWhatItCannotInspect: the padding attack of issue 21
+// (finding 5), an XSS placed past request_body_limit in a form, a
+// multipart, a JSON and an XML body, is refused with 413 over every
+// engine, and nothing reaches the upstream; before, the guest inspected
+// the first 128 KiB and let the rest through (200). And the work per
+// request is bounded (inspect_limit): a single 10 KB form field, which
+// costs the CRS about a second of the guest's CPU, is refused with 413
+// before the rules run, in a fraction of that.
+func TestWAFRefusesWhatItCannotInspect(t *testing.T) {
+	f, _ := wafFilterBuffer(t, `{"mode": "block", "paranoia": 1}`, 1<<20)
+	var reached atomic.Int64
+	next := exchange.HandlerFunc(func(x exchange.Exchange) error {
+		reached.Add(1)
+		return echoBody.ServeExchange(x)
+	})
+	xss := "<script>alert(1)</script>"
+	pad := strings.Repeat("x", 140000)
+	bodies := []struct{ name, ct, body string }{
+		{"urlencoded", "application/x-www-form-urlencoded", "a=" + pad + "&q=" + url.QueryEscape(xss)},
+		{"multipart", "multipart/form-data; boundary=B", "--B\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n" + pad +
+			"\r\n--B\r\nContent-Disposition: form-data; name=\"q\"\r\n\r\n" + xss + "\r\n--B--\r\n"},
+		{"json", "application/json", `{"a": "` + pad + `", "q": "` + xss + `"}`},
+		{"xml", "application/xml", "<r><a>" + pad + "</a><q>" + xss + "</q></r>"},
+	}
+	for _, en := range exchangetest.Engines(t, chain.New([]chain.Filter{f}, next)) {
+		t.Run(en.Name, func(t *testing.T) {
+			post := func(ct, body string) (int, time.Duration) {
+				req, _ := http.NewRequest("POST", en.URL+"/form", strings.NewReader(body))
+				req.Host = "shop.example"
+				req.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) sluice-test")
+				req.Header.Set("Accept", "text/html")
+				req.Header.Set("Content-Type", ct)
+				start := time.Now()
+				resp, err := en.Client.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				return resp.StatusCode, time.Since(start)
+			}
+			reached.Store(0)
+			for _, b := range bodies {
+				if status, _ := post(b.ct, b.body); status != http.StatusRequestEntityTooLarge {
+					t.Errorf("%s padded past request_body_limit: %d, want 413", b.name, status)
+				}
+			}
+			status, took := post("application/x-www-form-urlencoded", "a="+strings.Repeat("x", 10<<10))
+			if status != http.StatusRequestEntityTooLarge || took > 500*time.Millisecond {
+				t.Errorf("a 10 KB field: %d after %s, want 413 before the rules run", status, took)
+			}
+			if n := reached.Load(); n != 0 {
+				t.Errorf("%d refused requests reached the upstream", n)
 			}
 		})
 	}
