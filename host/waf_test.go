@@ -3,6 +3,7 @@ package host
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -204,6 +205,82 @@ func TestWAFRefusesWhatItCannotInspect(t *testing.T) {
 				t.Errorf("%d refused requests reached the upstream", n)
 			}
 		})
+	}
+}
+
+// TestWAFTimeoutSparesOthers: a request that runs the waf filter (a Go
+// guest) past its timeout fails alone; the requests whose handle_request
+// ran on the same instance, with their Coraza transactions kept there for
+// the response phase (response_body_limit), still get their
+// handle_response on it once the interrupted call returned: the Go
+// runtime of the guest takes the call again, and each transaction ends
+// (its score report, 980170, logged). Issue 21, finding 4, with the guest
+// of the report.
+func TestWAFTimeoutSparesOthers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the waf module takes seconds to compile")
+	}
+	ctx := context.Background()
+	logs := &syncBuffer{}
+	e, err := runtime.NewEngine(ctx, runtime.EngineOptions{
+		CacheDir: filepath.Join(os.TempDir(), "sluice-test-wasm-cache"),
+		Logger:   slog.New(slog.NewTextHandler(logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close(ctx) })
+	wasm, err := os.ReadFile("../filters/waf/waf.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := e.Compile(ctx, wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(ctx)
+	f, err := e.NewFilter(ctx, "waf", m, runtime.FilterOptions{
+		// No inspect_limit: a 50 KB field costs the guest seconds.
+		Config:      []byte(`{"inspect_limit": 0, "response_body_limit": 4096}`),
+		PoolSize:    1,
+		Timeout:     300 * time.Millisecond,
+		InitTimeout: 60 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close(ctx) })
+	post := func(body string) *filtertest.Exchange {
+		// No Content-Length: rule 920180 scores each transaction, so
+		// that its end in phase 5 is logged (980170).
+		x := filtertest.NewExchange("POST", "/login", "Host", "shop.example", "User-Agent", "Mozilla/5.0", "Accept", "text/html",
+			"Content-Type", "application/x-www-form-urlencoded")
+		x.ReqBody = strings.NewReader(body)
+		return x
+	}
+	var xs []*filtertest.Exchange
+	var calls []*runtime.Call
+	for range 3 {
+		x := post("user=alice")
+		c, err := f.HandleRequest(x)
+		if err != nil || c == nil {
+			t.Fatal(c, err)
+		}
+		xs, calls = append(xs, x), append(calls, c)
+	}
+	if _, err := f.HandleRequest(post("a=" + strings.Repeat("x", 50<<10))); !errors.Is(err, runtime.ErrTimeout) {
+		t.Fatalf("the 50 KB field: %v, want ErrTimeout", err)
+	}
+	logs.take()
+	for i, c := range calls {
+		xs[i].SetResponseHeader("Content-Type", "text/plain")
+		xs[i].SetBody([]byte("hello"))
+		if err := c.HandleResponse(xs[i], false); err != nil || xs[i].Status() != 200 {
+			t.Errorf("request %d: handle_response %v, status %d; want nil, 200", i, err, xs[i].Status())
+		}
+	}
+	if n := strings.Count(logs.take(), "rule 980170 matched"); n != len(calls) {
+		t.Errorf("%d transactions ended in the response phase, want %d", n, len(calls))
 	}
 }
 
