@@ -93,12 +93,12 @@ func (d *deadline) stop() { d.timer.Stop() }
 // takes no lock (see RATIONALE.md). A call the deadline stopped leaves
 // the instance retired by its caller but, where it can, callable again
 // (see resume).
-func (inst *instance) call(fn api.Function, stack []uint64, now int64, timeout time.Duration) (err error, fired bool) {
+func (inst *instance) call(fn api.Function, stack []uint64, now int64, timeout time.Duration) (fired bool, err error) {
 	at := inst.dl.begin(now, timeout)
 	inst.inv.Deadline = monoTime(at)
 	err = fn.CallWithStack(&inst.ctx, stack)
 	if inst.dl.end(at) {
-		return err, false
+		return false, err
 	}
 	// expire has started: let it finish, so that nothing touches the
 	// module once the caller closes it.
@@ -106,7 +106,7 @@ func (inst *instance) call(fn api.Function, stack []uint64, now int64, timeout t
 		goruntime.Gosched()
 	}
 	inst.resume()
-	return err, true
+	return true, err
 }
 
 // resume puts an instance whose call the deadline stopped back in a state
@@ -117,7 +117,7 @@ func (inst *instance) call(fn api.Function, stack []uint64, now int64, timeout t
 // good. Called with inst.mu held, after expire finished, before the next
 // call arms the timer.
 func (inst *instance) resume() {
-	if !inst.g.m.detached || !inst.intr.Resume() {
+	if !inst.mp.m.detached || !inst.intr.Resume() {
 		return
 	}
 	inst.fired.Store(false)

@@ -4,7 +4,7 @@
 //
 // # Where it sits on the request path
 //
-// The host builds one Engine per process and, per config generation, one
+// The host builds one Engine per process and, per config generation (a config load), one
 // Filter per configured filter. For each request its filter chain calls
 // Filter.Request in declared order; a guest either answers (the zero Call
 // is returned; the response is already in the exchange) or continues (a
@@ -50,7 +50,9 @@
 // runtime/internal: abi (the host functions), pool (idle instances and
 // reference counts), memlimit (the per-instance memory cap), guestlog
 // (WASI output to the log), interrupt (stopping a guest at its deadline
-// without a goroutine per call), snapshot (instances made from a snapshot
+// without a goroutine per call, and resuming it for the requests that
+// wait on it), loopcheck (loop checks that mostly return without leaving
+// the guest), snapshot (instances made from a snapshot
 // of the guest's start-up). runtime/filtertest is the in-memory HTTP and a
 // runner for tests. Why it is built this way is in RATIONALE.md; the ABI
 // as implemented, with every host-specific decision, is in sdk/ABI.md

@@ -156,7 +156,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	return err
 }
 
-// Module is a compiled guest, shared by every filter and generation that
+// Module is a compiled guest, shared by every filter and module pool that
 // runs the same bytes. Release it with Close when done with it; filters
 // hold their own reference.
 type Module struct {
@@ -255,7 +255,7 @@ func (e *Engine) compile(ctx context.Context, digest string, wasm []byte) (*Modu
 	return m, nil
 }
 
-// retain takes another reference to m (a filter generation using it).
+// retain takes another reference to m (a filter's module pool using it).
 func (m *Module) retain() {
 	m.e.mu.Lock()
 	m.e.modules[m.digest].refs++

@@ -16,7 +16,7 @@ var (
 // startSpan starts "filter NAME" as a child of the span in the request's
 // context, only when that span is sampled: an unsampled request costs one
 // context lookup, and none when the engine has no TracerProvider.
-func (f *Filter) startSpan(x HTTP, g *generation, phase abi.Phase) trace.Span {
+func (f *Filter) startSpan(x HTTP, mp *modulePool, phase abi.Phase) trace.Span {
 	if !f.e.traced {
 		return nil
 	}
@@ -30,7 +30,7 @@ func (f *Filter) startSpan(x HTTP, g *generation, phase abi.Phase) trace.Span {
 	}
 	_, span := f.e.tracer.Start(ctx, f.spanName,
 		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(f.nameAttr, g.digest, p))
+		trace.WithAttributes(f.nameAttr, mp.digest, p))
 	return span
 }
 

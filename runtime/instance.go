@@ -1,0 +1,362 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/sluicehq/sluice/runtime/internal/abi"
+	"github.com/sluicehq/sluice/runtime/internal/guestlog"
+	"github.com/sluicehq/sluice/runtime/internal/interrupt"
+	"github.com/sluicehq/sluice/runtime/internal/memlimit"
+	"github.com/sluicehq/sluice/runtime/internal/snapshot"
+)
+
+// instance is one wazero module instance and the ABI state of its calls.
+// mu is held for the whole of each guest call; handle_response waits on
+// it for the instance that ran its handle_request.
+type instance struct {
+	mu          sync.Mutex
+	mp          *modulePool
+	mod         api.Module
+	handleReq   api.Function
+	handleResp  api.Function
+	inv         abi.Invocation
+	ctx         callCtx
+	mem         *memlimit.Memory
+	intr        interrupt.Instance // valid when mp.m.detached
+	state       *snapshot.State    // nil when mp.snap is
+	dl          deadline
+	done        chan struct{}
+	fired       atomic.Bool
+	expired     atomic.Bool // expire has run to its end
+	stack       [2]uint64
+	outstanding int // Calls waiting for handle_response
+	retired     atomic.Bool
+	closed      bool
+}
+
+func (inst *instance) isRetired() bool { return inst.retired.Load() }
+
+// newInstance makes an instance from the module pool's snapshot, or runs
+// the start-up when there is none.
+func (mp *modulePool) newInstance(ctx context.Context) (*instance, error) {
+	inst, _, err := mp.instantiate(ctx, mp.snap, false)
+	return inst, err
+}
+
+// startUp makes the module pool's first instance by running the guest's
+// start-up, and takes the snapshot the others are made from (mp.snap). It
+// says why when it could not take one.
+func (mp *modulePool) startUp(ctx context.Context) (*instance, string, error) {
+	return mp.instantiate(ctx, nil, true)
+}
+
+// instantiate makes an instance from snap, or by running the start-up
+// when snap is nil; then, if take, it takes the module pool's snapshot.
+func (mp *modulePool) instantiate(ctx context.Context, snap *snapEntry, take bool) (*instance, string, error) {
+	f := mp.f
+	inst := &instance{mp: mp, done: make(chan struct{})}
+	inst.ctx.inst = inst
+	inst.inv.Config = f.opts.Config
+	// What the guest logs and writes while it starts is held: logged
+	// when it started, the error's own text when it failed.
+	rec := guestlog.NewRecorder(f.log.Handler())
+	log := slog.New(rec)
+	inst.inv.Logger = log
+	inst.inv.MaxBuffer = f.opts.MaxBuffer
+	// A host call waiting on the client or the next handler's body gives
+	// up a quarter of the timeout before the deadline, which leaves the
+	// guest that long to return after its body ended early.
+	inst.inv.Reserve = f.opts.Timeout / 4
+	inst.mem = memlimit.New(uint64(f.opts.MemoryLimit))
+	inst.dl.init(inst.expire)
+
+	cfg := mp.cfg
+	if mp.m.info.WASI && f.opts.WASI.Stdout == nil {
+		cfg = cfg.WithStdout(guestlog.New(log, slog.LevelInfo, "stdout"))
+	}
+	if mp.m.info.WASI && f.opts.WASI.Stderr == nil {
+		cfg = cfg.WithStderr(guestlog.New(log, slog.LevelWarn, "stderr"))
+	}
+	if snap != nil {
+		if snap.image != nil {
+			inst.mem.Map(snap.image)
+		} else {
+			inst.mem.Reserve(uint64(snap.snap.Size()))
+		}
+	}
+	ictx, cancel := context.WithTimeout(ctx, f.opts.InitTimeout)
+	defer cancel()
+	ictx = memlimit.With(ictx, inst.mem)
+	ictx = abi.WithInvocation(ictx, &inst.inv)
+	compiled, bare := mp.m.compiled, false
+	if snap != nil && mp.m.bare != nil {
+		compiled, bare = mp.m.bare, true
+	}
+	mod, err := f.e.rt.InstantiateModule(ictx, compiled, cfg)
+	if err != nil {
+		return nil, "", f.setupError(mp.m.info.Start, rec.Fail(), inst, ictx, err)
+	}
+	inst.mod = mod
+	if err := mp.m.detachWatcher(inst); err != nil {
+		_ = mod.Close(ctx)
+		return nil, "", fmt.Errorf("instantiate %s: %w", mp.m.digest, err)
+	}
+	why := mp.m.noSnapshot
+	if snap != nil || take && why == "" {
+		inst.state, err = snapshot.Open(mod)
+		if err != nil {
+			why = "wazero's module instance is not the one sluice knows: " + err.Error()
+		}
+	}
+	if snap != nil {
+		switch {
+		case inst.state == nil:
+			err = errors.New(why)
+		case snap.image != nil && inst.mem.Mapped() == nil:
+			// The memory maps the snapshot's: nothing to copy. Without
+			// the bare module, instantiation wrote the data segments
+			// over it; those pages are dropped.
+			err = inst.state.Adopt(snap.snap)
+			if err == nil && !bare {
+				err = inst.mem.Revert(snap.snap.Size())
+			}
+		default: // no image, or it could not be mapped: copy
+			err = inst.state.Restore(snap.snap, bare)
+		}
+		if err != nil {
+			_ = inst.closeModule()
+			return nil, "", fmt.Errorf("instantiate %s from its snapshot: %w", mp.m.digest, err)
+		}
+		inst.inv.InitFeatures = snap.features
+		f.restores.Add(1)
+		return mp.ready(inst, rec), "", nil
+	}
+	var pristine snapshot.Pristine
+	if take && inst.state != nil {
+		pristine = inst.state.Pristine()
+	}
+	if start := mp.m.info.Start; start != "" {
+		fired, err := inst.call(mod.ExportedFunction(start), nil, mono(), f.opts.InitTimeout)
+		var exit *sys.ExitError
+		switch {
+		case fired:
+			err = fmt.Errorf("%w after %s", ErrTimeout, f.opts.InitTimeout)
+		case errors.As(err, &exit) && exit.ExitCode() == 0: // proc_exit(0): checked below
+			err = nil
+		}
+		if err != nil {
+			_ = inst.closeModule()
+			return nil, "", f.setupError(start, rec.Fail(), inst, ictx, err)
+		}
+	}
+	if mod.IsClosed() {
+		rec.Release()
+		_ = inst.closeModule()
+		return nil, "", fmt.Errorf("instantiate %s: guest exited during %s; build it as a reactor", mp.m.digest, mp.m.info.Start)
+	}
+	f.startUps.Add(1)
+	if take && inst.state != nil {
+		sn, err := inst.state.Take(pristine)
+		if err != nil {
+			why = err.Error()
+			inst.state = nil
+		} else {
+			mp.snap = mp.m.newSnapEntry(sn, inst.inv.InitFeatures)
+			mp.m.keepSnapshot(mp.snapKey, mp.snap)
+		}
+	}
+	return mp.ready(inst, rec), why, nil
+}
+
+// ready finishes an instance that started: what it logged while starting
+// goes to the log, its exports are looked up, it counts as live.
+func (mp *modulePool) ready(inst *instance, rec *guestlog.Recorder) *instance {
+	rec.Release()
+	inst.inv.Logger = mp.f.log
+	inst.handleReq = inst.mod.ExportedFunction(abi.FuncHandleRequest)
+	inst.handleResp = inst.mod.ExportedFunction(abi.FuncHandleResponse)
+	mp.f.live.Add(1)
+	return inst
+}
+
+// setupError makes the error of a failed start from what the guest
+// logged and wrote while starting (held, not logged) and the cause.
+func (f *Filter) setupError(start string, held []slog.Record, inst *instance, ictx context.Context, err error) error {
+	err = demangleTrap(err)
+	var exit *sys.ExitError
+	switch {
+	case errors.Is(err, ErrTimeout): // the start function's deadline fired
+	case errors.Is(ictx.Err(), context.DeadlineExceeded) || errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded:
+		err = fmt.Errorf("%w after %s", ErrTimeout, f.opts.InitTimeout)
+	case inst.mem.Hit():
+		err = fmt.Errorf("%w (%d bytes): %w", ErrMemory, f.opts.MemoryLimit, err)
+	default:
+		err = fmt.Errorf("%w: %w", ErrTrap, err)
+	}
+	se := &SetupError{Start: start, Err: err}
+	said := -1 // the record that says what went wrong
+	for i, r := range held {
+		if source(r) == "guest" && r.Level >= slog.LevelError {
+			said = i
+			break
+		}
+	}
+	if said < 0 {
+		said = slices.IndexFunc(held, func(r slog.Record) bool { return source(r) == "stderr" && r.Message != "" })
+	}
+	for i, r := range held {
+		if i == said {
+			se.Message = r.Message
+		} else {
+			se.Output = append(se.Output, r.Message)
+		}
+	}
+	for len(se.Output) > 0 && strings.TrimSpace(se.Output[len(se.Output)-1]) == "" {
+		se.Output = se.Output[:len(se.Output)-1]
+	}
+	return se
+}
+
+// source is the "source" attribute of a guest's log record: "guest" for
+// the log host function, "stdout" or "stderr" for WASI output.
+func source(r slog.Record) string {
+	var s string
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "source" {
+			s = a.Value.String()
+			return false
+		}
+		return true
+	})
+	return s
+}
+
+// detachWatcher turns wazero's goroutine per call off for m, once, with
+// its first instance, and finds inst's interrupt. A module keeps the
+// goroutine when it has a start section or wazero is not the one package
+// interrupt knows.
+func (m *Module) detachWatcher(inst *instance) error {
+	m.detach.Do(func() {
+		if m.startSection {
+			return
+		}
+		if intr, ok := interrupt.For(inst.mod); ok {
+			intr.Detach()
+			m.detached = true
+		}
+	})
+	if !m.detached {
+		return nil
+	}
+	intr, ok := interrupt.For(inst.mod)
+	if !ok { // a module detached by its first instance; can't happen
+		return errors.New("no deadline interrupt for a module that has no deadline goroutine")
+	}
+	inst.intr = intr
+	return nil
+}
+
+// expire runs when a call's deadline passes. On a detached module it
+// interrupts the guest; otherwise the context wazero watches reports
+// done, and wazero's goroutine closes the module.
+func (inst *instance) expire() {
+	if inst.fired.CompareAndSwap(false, true) {
+		if inst.mp.m.detached {
+			inst.intr.Interrupt()
+		}
+		close(inst.done)
+	}
+	inst.expired.Store(true)
+}
+
+// closeModule closes the instance's module; it may have been interrupted.
+func (inst *instance) closeModule() error {
+	if inst.mp.m.detached {
+		return inst.intr.Close(context.Background(), inst.mod)
+	}
+	return inst.mod.Close(context.Background())
+}
+
+// retireLocked takes the instance out of service; it closes now if no
+// Call waits for it, else when the last one finished.
+func (inst *instance) retireLocked() {
+	if inst.retired.Swap(true) {
+		return
+	}
+	if inst.outstanding == 0 {
+		inst.closeLocked()
+	}
+	if !inst.mp.retiring.Load() {
+		inst.mp.replace()
+	}
+}
+
+func (inst *instance) closeLocked() {
+	if inst.closed {
+		return
+	}
+	inst.closed = true
+	inst.dl.stop()
+	_ = inst.closeModule()
+	inst.mp.f.live.Add(-1)
+}
+
+// close is closeLocked for an instance nobody else has seen.
+func (inst *instance) close() {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	if inst.mod == nil {
+		return
+	}
+	inst.closeLocked()
+}
+
+// callCtx is the context of every guest call on an instance. It is
+// allocated once per instance: its Done channel closes when the deadline
+// timer fires, and it hands the host functions the instance's state.
+type callCtx struct{ inst *instance }
+
+func (c *callCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+func (c *callCtx) Done() <-chan struct{} { return c.inst.done }
+
+func (c *callCtx) Err() error {
+	if c.inst.fired.Load() {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+func (c *callCtx) Value(key any) any {
+	if _, ok := key.(abi.InvocationKey); ok {
+		return &c.inst.inv
+	}
+	return nil
+}
+
+// resetLocked makes inst a copy of the snapshot again and reports whether
+// it can serve. An instance whose memory grew can't be (memory does not
+// shrink): it is retired, and replaced from the snapshot off the request
+// path.
+func (inst *instance) resetLocked() bool {
+	if inst.retired.Load() {
+		return false
+	}
+	if inst.state.Reset(inst.mp.snap.snap) {
+		inst.mp.f.resets.Add(1)
+		return true
+	}
+	inst.retireLocked()
+	return false
+}
