@@ -10,7 +10,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/sluicehq/sluice/runtime/internal/abi"
+	"github.com/sluicehq/sluice/runtime/internal/httpwasm"
 	"github.com/sluicehq/sluice/runtime/internal/pool"
 )
 
@@ -21,7 +21,7 @@ type Call struct {
 	mp       *modulePool
 	inst     *instance
 	reqCtx   uint32
-	features abi.Features
+	features httpwasm.Features
 	done     bool
 }
 
@@ -56,16 +56,16 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 	start := mono()
 	mp, err := f.acquire()
 	if err != nil {
-		return Call{}, f.finish(nil, nil, abi.PhaseRequest, OutcomeError, start, err)
+		return Call{}, f.finish(nil, nil, httpwasm.PhaseRequest, OutcomeError, start, err)
 	}
-	span := f.startSpan(x, mp, abi.PhaseRequest)
+	span := f.startSpan(x, mp, httpwasm.PhaseRequest)
 	now := start // when the guest call starts: later if it waited
 	var body []byte
-	held := mp.features&abi.FeatureBufferRequest != 0
+	held := mp.features&httpwasm.FeatureBufferRequest != 0
 	if held {
 		if body, err = f.readRequestBody(x); err != nil {
 			mp.release()
-			return Call{}, f.finish(span, mp, abi.PhaseRequest, bodyOutcome(err), start, err)
+			return Call{}, f.finish(span, mp, httpwasm.PhaseRequest, bodyOutcome(err), start, err)
 		}
 		now = mono()
 	}
@@ -79,9 +79,9 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 		if err != nil {
 			mp.release()
 			if errors.Is(err, pool.ErrTimeout) {
-				return Call{}, f.finish(span, mp, abi.PhaseRequest, OutcomeOverload, start, ErrOverload)
+				return Call{}, f.finish(span, mp, httpwasm.PhaseRequest, OutcomeOverload, start, ErrOverload)
 			}
-			return Call{}, f.finish(span, mp, abi.PhaseRequest, OutcomeError, start, ErrClosed)
+			return Call{}, f.finish(span, mp, httpwasm.PhaseRequest, OutcomeError, start, ErrClosed)
 		}
 		if !inst.mu.TryLock() { // a response phase runs on it
 			inst.mu.Lock()
@@ -94,7 +94,7 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 		inst.mu.Unlock()
 	}
 
-	inst.inv.Begin(x, abi.PhaseRequest, mp.features)
+	inst.inv.Begin(x, httpwasm.PhaseRequest, mp.features)
 	if held {
 		inst.inv.HoldRequestBody(body)
 	}
@@ -112,7 +112,7 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 		outcome, cause := f.classify(inst, callErr, fired)
 		inst.mu.Unlock()
 		mp.release()
-		return Call{}, f.finish(span, mp, abi.PhaseRequest, outcome, start, cause)
+		return Call{}, f.finish(span, mp, httpwasm.PhaseRequest, outcome, start, cause)
 	}
 	var c Call
 	if next {
@@ -140,14 +140,14 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 		} else {
 			mp.release()
 		}
-		return Call{}, f.finish(span, mp, abi.PhaseRequest, bodyOutcome(endErr), start, endErr)
+		return Call{}, f.finish(span, mp, httpwasm.PhaseRequest, bodyOutcome(endErr), start, endErr)
 	}
 	if !c.Continues() {
 		mp.release()
-		f.finish(span, mp, abi.PhaseRequest, OutcomeAnswered, start, nil)
+		f.finish(span, mp, httpwasm.PhaseRequest, OutcomeAnswered, start, nil)
 		return Call{}, nil
 	}
-	f.finish(span, mp, abi.PhaseRequest, OutcomeOK, start, nil)
+	f.finish(span, mp, httpwasm.PhaseRequest, OutcomeOK, start, nil)
 	return c, nil
 }
 
@@ -162,7 +162,7 @@ func (c *Call) HandleResponse(x HTTP, isError bool) error {
 	}
 	c.done = true
 	start := mono()
-	span := f.startSpan(x, c.mp, abi.PhaseResponse)
+	span := f.startSpan(x, c.mp, httpwasm.PhaseResponse)
 	inst := c.inst
 	now := start // when the guest call starts: later if it waited
 	if !inst.mu.TryLock() {
@@ -177,9 +177,9 @@ func (c *Call) HandleResponse(x HTTP, isError bool) error {
 		}
 		inst.mu.Unlock()
 		c.mp.release()
-		return f.finish(span, c.mp, abi.PhaseResponse, OutcomeError, start, ErrInstanceGone)
+		return f.finish(span, c.mp, httpwasm.PhaseResponse, OutcomeError, start, ErrInstanceGone)
 	}
-	inst.inv.Begin(x, abi.PhaseResponse, c.features)
+	inst.inv.Begin(x, httpwasm.PhaseResponse, c.features)
 	stack := inst.stack[:2]
 	stack[0] = uint64(c.reqCtx)
 	stack[1] = 0
@@ -203,12 +203,12 @@ func (c *Call) HandleResponse(x HTTP, isError bool) error {
 	}
 	c.end()
 	if callErr != nil {
-		return f.finish(span, c.mp, abi.PhaseResponse, outcome, start, cause)
+		return f.finish(span, c.mp, httpwasm.PhaseResponse, outcome, start, cause)
 	}
 	if endErr != nil {
-		return f.finish(span, c.mp, abi.PhaseResponse, bodyOutcome(endErr), start, endErr)
+		return f.finish(span, c.mp, httpwasm.PhaseResponse, bodyOutcome(endErr), start, endErr)
 	}
-	f.finish(span, c.mp, abi.PhaseResponse, OutcomeOK, start, nil)
+	f.finish(span, c.mp, httpwasm.PhaseResponse, OutcomeOK, start, nil)
 	return nil
 }
 
@@ -262,7 +262,7 @@ func (f *Filter) classify(inst *instance, err error, fired bool) (string, error)
 
 // finish records an invocation: counters, observer, span, log. It returns
 // err wrapped with the filter and phase, or nil.
-func (f *Filter) finish(span trace.Span, mp *modulePool, phase abi.Phase, outcome string, start int64, err error) error {
+func (f *Filter) finish(span trace.Span, mp *modulePool, phase httpwasm.Phase, outcome string, start int64, err error) error {
 	f.invocations.Add(1)
 	switch {
 	case err == nil:

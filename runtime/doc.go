@@ -47,14 +47,15 @@
 // standard library, wazero, OpenTelemetry and fsnotify, and nothing of
 // host or config: the HTTP side reaches it through the HTTP interface of
 // runtime/api, a leaf the host imports too. The details live under
-// runtime/internal: abi (the host functions), pool (idle instances and
-// reference counts), memlimit (the per-instance memory cap), guestlog
-// (WASI output to the log), interrupt (stopping a guest at its deadline
-// without a goroutine per call, and resuming it for the requests that
-// wait on it), loopcheck (loop checks that mostly return without leaving
-// the guest), snapshot (instances made from a snapshot
-// of the guest's start-up). runtime/filtertest is the in-memory HTTP and a
-// runner for tests. Why it is built this way is in RATIONALE.md; the ABI
-// as implemented, with every host-specific decision, is in sdk/ABI.md
-// ("As implemented").
+// runtime/internal: httpwasm (the http-wasm binding: its host functions,
+// the check of a guest's imports and exports, the phase rules), pool
+// (idle instances and reference counts), memlimit (the per-instance
+// memory cap), guestlog (WASI output to the log), interrupt (stopping a
+// guest at its deadline without a goroutine per call, and resuming it for
+// the requests that wait on it), loopcheck (loop checks that mostly
+// return without leaving the guest), snapshot (instances made from a
+// snapshot of the guest's start-up). runtime/filtertest is the in-memory
+// HTTP and a runner for tests. Why it is built this way is in
+// RATIONALE.md; the ABI as implemented, with every host-specific
+// decision, is in sdk/ABI.md ("As implemented").
 package runtime

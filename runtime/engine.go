@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/sluicehq/sluice/runtime/internal/abi"
+	"github.com/sluicehq/sluice/runtime/internal/httpwasm"
 	"github.com/sluicehq/sluice/runtime/internal/interrupt"
 	"github.com/sluicehq/sluice/runtime/internal/loopcheck"
 	"github.com/sluicehq/sluice/runtime/internal/snapshot"
@@ -132,9 +132,9 @@ func NewEngine(ctx context.Context, opts EngineOptions) (*Engine, error) {
 						WithCloseOnContextDone(!opts.noDeadlines) // loop checks; see package interrupt
 	e.rt = wazero.NewRuntimeWithConfig(ctx, cfg)
 	loopcheck.Thin(e.rt) // most loop checks return at once; see package loopcheck
-	if _, err := abi.Instantiate(ctx, e.rt); err != nil {
+	if _, err := httpwasm.Instantiate(ctx, e.rt); err != nil {
 		_ = e.rt.Close(ctx)
-		return nil, fmt.Errorf("runtime: define %s: %w", abi.ModuleName, err)
+		return nil, fmt.Errorf("runtime: define %s: %w", httpwasm.ModuleName, err)
 	}
 	return e, nil
 }
@@ -163,7 +163,7 @@ type Module struct {
 	e        *Engine
 	digest   string
 	compiled wazero.CompiledModule
-	info     abi.Info
+	info     httpwasm.Info
 	// startSection: wazero runs a function while instantiating, which
 	// only its own goroutine per call can interrupt; see detachWatcher.
 	startSection bool
@@ -230,7 +230,7 @@ func (e *Engine) compile(ctx context.Context, digest string, wasm []byte) (*Modu
 	if err != nil {
 		return nil, fmt.Errorf("compile %s: %w", digest, err)
 	}
-	info, err := abi.Check(compiled)
+	info, err := httpwasm.Check(compiled)
 	if err != nil {
 		_ = compiled.Close(ctx)
 		return nil, fmt.Errorf("compile %s: %w", digest, err)
@@ -296,7 +296,7 @@ func (e *Engine) ensureWASI(ctx context.Context) error {
 		return nil
 	}
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.rt); err != nil {
-		return fmt.Errorf("define %s: %w", abi.WASIModule, err)
+		return fmt.Errorf("define %s: %w", httpwasm.WASIModule, err)
 	}
 	e.wasi = true
 	return nil

@@ -2,7 +2,7 @@ package runtime
 
 import (
 	"github.com/sluicehq/sluice/runtime/api"
-	"github.com/sluicehq/sluice/runtime/internal/abi"
+	"github.com/sluicehq/sluice/runtime/internal/httpwasm"
 )
 
 // HTTP is the request a filter reads and writes, and the response being
@@ -36,10 +36,10 @@ const (
 )
 
 // String lists the enabled features by name, separated by '|'.
-func (f Features) String() string { return abi.Features(f).String() }
+func (f Features) String() string { return httpwasm.Features(f).String() }
 
 // The runtime's Features are the ABI's bit for bit.
-var _ = [1]struct{}{}[FeatureBufferRequest^Features(abi.FeatureBufferRequest)|FeatureBufferResponse^Features(abi.FeatureBufferResponse)|FeatureTrailers^Features(abi.FeatureTrailers)]
+var _ = [1]struct{}{}[FeatureBufferRequest^Features(httpwasm.FeatureBufferRequest)|FeatureBufferResponse^Features(httpwasm.FeatureBufferResponse)|FeatureTrailers^Features(httpwasm.FeatureTrailers)]
 
 // ReadDeadliner is implemented by an HTTP whose request body reads can be
 // given a deadline (see runtime/api).

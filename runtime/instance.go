@@ -14,8 +14,8 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/sluicehq/sluice/runtime/internal/abi"
 	"github.com/sluicehq/sluice/runtime/internal/guestlog"
+	"github.com/sluicehq/sluice/runtime/internal/httpwasm"
 	"github.com/sluicehq/sluice/runtime/internal/interrupt"
 	"github.com/sluicehq/sluice/runtime/internal/memlimit"
 	"github.com/sluicehq/sluice/runtime/internal/snapshot"
@@ -30,7 +30,7 @@ type instance struct {
 	mod         api.Module
 	handleReq   api.Function
 	handleResp  api.Function
-	inv         abi.Invocation
+	inv         httpwasm.Invocation
 	ctx         callCtx
 	mem         *memlimit.Memory
 	intr        interrupt.Instance // valid when mp.m.detached
@@ -98,7 +98,7 @@ func (mp *modulePool) instantiate(ctx context.Context, snap *snapEntry, take boo
 	ictx, cancel := context.WithTimeout(ctx, f.opts.InitTimeout)
 	defer cancel()
 	ictx = memlimit.With(ictx, inst.mem)
-	ictx = abi.WithInvocation(ictx, &inst.inv)
+	ictx = httpwasm.WithInvocation(ictx, &inst.inv)
 	compiled, bare := mp.m.compiled, false
 	if snap != nil && mp.m.bare != nil {
 		compiled, bare = mp.m.bare, true
@@ -184,8 +184,8 @@ func (mp *modulePool) instantiate(ctx context.Context, snap *snapEntry, take boo
 func (mp *modulePool) ready(inst *instance, rec *guestlog.Recorder) *instance {
 	rec.Release()
 	inst.inv.Logger = mp.f.log
-	inst.handleReq = inst.mod.ExportedFunction(abi.FuncHandleRequest)
-	inst.handleResp = inst.mod.ExportedFunction(abi.FuncHandleResponse)
+	inst.handleReq = inst.mod.ExportedFunction(httpwasm.FuncHandleRequest)
+	inst.handleResp = inst.mod.ExportedFunction(httpwasm.FuncHandleResponse)
 	mp.f.live.Add(1)
 	return inst
 }
@@ -339,7 +339,7 @@ func (c *callCtx) Err() error {
 }
 
 func (c *callCtx) Value(key any) any {
-	if _, ok := key.(abi.InvocationKey); ok {
+	if _, ok := key.(httpwasm.InvocationKey); ok {
 		return &c.inst.inv
 	}
 	return nil

@@ -12,7 +12,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/sluicehq/sluice/runtime/internal/abi"
+	"github.com/sluicehq/sluice/runtime/internal/httpwasm"
 	"github.com/sluicehq/sluice/runtime/internal/memlimit"
 	"github.com/sluicehq/sluice/runtime/internal/pool"
 )
@@ -28,7 +28,7 @@ type modulePool struct {
 	idle     *pool.Pool[instance]
 	refs     pool.Refs
 	retiring atomic.Bool
-	features abi.Features
+	features httpwasm.Features
 	digest   attribute.KeyValue
 	// snap is the snapshot new instances are made from; nil when the
 	// module can't be snapshotted (each instance runs the start-up).

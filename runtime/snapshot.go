@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"slices"
 
-	"github.com/sluicehq/sluice/runtime/internal/abi"
+	"github.com/sluicehq/sluice/runtime/internal/httpwasm"
 	"github.com/sluicehq/sluice/runtime/internal/memlimit"
 	"github.com/sluicehq/sluice/runtime/internal/snapshot"
 )
@@ -36,14 +36,14 @@ func (r Reset) String() string {
 // changes neither runs no start-up.
 type snapEntry struct {
 	snap     *snapshot.Snapshot
-	image    *memlimit.Image // the snapshot's memory, which instances map; nil where there is none
-	features abi.Features    // what the guest enabled in its start-up
-	refs     int             // module pools using it; under Module.snapMu
+	image    *memlimit.Image   // the snapshot's memory, which instances map; nil where there is none
+	features httpwasm.Features // what the guest enabled in its start-up
+	refs     int               // module pools using it; under Module.snapMu
 }
 
 // newSnapEntry keeps sn with its memory in an image (see memlimit.Image)
 // where the platform has them.
-func (m *Module) newSnapEntry(sn *snapshot.Snapshot, features abi.Features) *snapEntry {
+func (m *Module) newSnapEntry(sn *snapshot.Snapshot, features httpwasm.Features) *snapEntry {
 	e := &snapEntry{snap: sn, features: features}
 	if m.e.noImage {
 		return e

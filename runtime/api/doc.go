@@ -5,7 +5,7 @@
 //
 // Where it sits on the request path: nowhere by itself. The host's
 // exchange.Exchange embeds HTTP, so every engine's exchange is one; the
-// runtime (runtime.HTTP) and its ABI (runtime/internal/abi) name it by
+// runtime (runtime.HTTP) and its ABI (runtime/internal/httpwasm) name it by
 // alias and call its methods while a guest call runs.
 //
 // It imports only the standard library, so that the host's engine layer
