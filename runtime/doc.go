@@ -26,7 +26,9 @@
 //   - HTTP: what a guest reads and writes, declared once in runtime/api
 //     (which the host's exchange.Exchange embeds); ReadDeadliner and
 //     BodyBufferer, what an HTTP may add.
-//   - Engine (NewEngine, Compile, NewFilter, Close) and EngineOptions.
+//   - Engine (NewEngine, Compile, NewFilter, Close) and EngineOptions,
+//     whose Services (declared in runtime/api) are the host services a
+//     filter may use beyond its request, whatever its ABI.
 //   - Module (Digest, Close): a compiled guest shared by digest.
 //   - Filter (Request, HandleRequest, Features, Swap, Watch, Stats, Close),
 //     FilterOptions, WASIOptions, FilterStats; Reset and its constants

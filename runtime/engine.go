@@ -45,6 +45,9 @@ type EngineOptions struct {
 	TracerProvider trace.TracerProvider
 	// Observer is told about every invocation. Nil means nobody.
 	Observer Observer
+	// Services are the host services filters may use, whatever their
+	// ABI (see runtime/api). The zero value gives each one's default.
+	Services Services
 	// SlowCompile is the compile time from which a compile is logged at
 	// Info rather than Debug. Zero means one second.
 	SlowCompile time.Duration
@@ -69,6 +72,8 @@ type Engine struct {
 	traced bool // a TracerProvider was given: calls look for a sampled span
 	obs    Observer
 	slow   time.Duration
+	// guestLog is Services.Log, else log: where guests' output goes.
+	guestLog *slog.Logger
 
 	noBare, noImage bool
 
@@ -97,6 +102,10 @@ func NewEngine(ctx context.Context, opts EngineOptions) (*Engine, error) {
 	}
 	if e.log == nil {
 		e.log = slog.Default()
+	}
+	e.guestLog = opts.Services.Log
+	if e.guestLog == nil {
+		e.guestLog = e.log
 	}
 	if e.slow == 0 {
 		e.slow = time.Second

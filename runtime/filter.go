@@ -17,7 +17,8 @@ type Filter struct {
 	e        *Engine
 	name     string
 	opts     FilterOptions
-	log      *slog.Logger
+	log      *slog.Logger // the runtime's own records about the filter
+	guestLog *slog.Logger // what the guest logs and writes (Services.Log)
 	spanName string
 	nameAttr attribute.KeyValue
 
@@ -49,6 +50,7 @@ func (e *Engine) NewFilter(ctx context.Context, name string, m *Module, opts Fil
 		name:     name,
 		opts:     opts,
 		log:      e.log.With("filter", name),
+		guestLog: e.guestLog.With("filter", name),
 		spanName: "filter " + name,
 		nameAttr: attribute.String("sluice.filter.name", name),
 	}

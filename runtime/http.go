@@ -41,6 +41,11 @@ func (f Features) String() string { return httpwasm.Features(f).String() }
 // The runtime's Features are the ABI's bit for bit.
 var _ = [1]struct{}{}[FeatureBufferRequest^Features(httpwasm.FeatureBufferRequest)|FeatureBufferResponse^Features(httpwasm.FeatureBufferResponse)|FeatureTrailers^Features(httpwasm.FeatureTrailers)]
 
+// Services are the host services filters may use beyond their request,
+// whatever their ABI; EngineOptions.Services hands them in. Declared once,
+// in runtime/api.
+type Services = api.Services
+
 // ReadDeadliner is implemented by an HTTP whose request body reads can be
 // given a deadline (see runtime/api).
 type ReadDeadliner = api.ReadDeadliner

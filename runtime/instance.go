@@ -70,7 +70,7 @@ func (mp *modulePool) instantiate(ctx context.Context, snap *snapEntry, take boo
 	inst.inv.Config = f.opts.Config
 	// What the guest logs and writes while it starts is held: logged
 	// when it started, the error's own text when it failed.
-	rec := guestlog.NewRecorder(f.log.Handler())
+	rec := guestlog.NewRecorder(f.guestLog.Handler())
 	log := slog.New(rec)
 	inst.inv.Logger = log
 	inst.inv.MaxBuffer = f.opts.MaxBuffer
@@ -183,7 +183,7 @@ func (mp *modulePool) instantiate(ctx context.Context, snap *snapEntry, take boo
 // goes to the log, its exports are looked up, it counts as live.
 func (mp *modulePool) ready(inst *instance, rec *guestlog.Recorder) *instance {
 	rec.Release()
-	inst.inv.Logger = mp.f.log
+	inst.inv.Logger = mp.f.guestLog
 	inst.handleReq = inst.mod.ExportedFunction(httpwasm.FuncHandleRequest)
 	inst.handleResp = inst.mod.ExportedFunction(httpwasm.FuncHandleResponse)
 	mp.f.live.Add(1)

@@ -1,7 +1,8 @@
-// Package api is the one declaration of the HTTP contract between the
-// host and the filter runtime: HTTP, the request a filter reads and writes
-// and the response built for it, and the optional interfaces an HTTP may
-// add (ReadDeadliner, BodyBufferer).
+// Package api is the one declaration of the contract between the host and
+// the filter runtime: HTTP, the request a filter reads and writes and the
+// response built for it, the optional interfaces an HTTP may add
+// (ReadDeadliner, BodyBufferer), and Services, what the host offers
+// filters beyond the request, whatever their ABI.
 //
 // Where it sits on the request path: nowhere by itself. The host's
 // exchange.Exchange embeds HTTP, so every engine's exchange is one; the
