@@ -87,7 +87,7 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 			inst.mu.Lock()
 			now = mono()
 		}
-		if !inst.retired.Load() && !inst.mod.IsClosed() {
+		if !inst.retired.Load() && !inst.Mod.IsClosed() {
 			break
 		}
 		inst.retireLocked() // retired or closed while idle; no-op when retired
@@ -169,7 +169,7 @@ func (c *Call) HandleResponse(x HTTP, isError bool) error {
 		inst.mu.Lock()
 		now = mono()
 	}
-	if inst.closed || inst.mod.IsClosed() { // a timeout on another call closed it
+	if inst.closed || inst.Mod.IsClosed() { // a timeout on another call closed it
 		inst.outstanding--
 		inst.retireLocked()
 		if inst.outstanding == 0 {
@@ -254,7 +254,7 @@ func (f *Filter) classify(inst *instance, err error, fired bool) (string, error)
 		return OutcomeTimeout, fmt.Errorf("%w after %s", ErrTimeout, f.opts.Timeout)
 	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeContextCanceled:
 		return OutcomeError, fmt.Errorf("%w: %w", ErrClosed, err)
-	case inst.mem.Hit():
+	case inst.Mem.Hit():
 		return OutcomeMemory, fmt.Errorf("%w (%d bytes): %w", ErrMemory, f.opts.MemoryLimit, err)
 	}
 	return OutcomeTrap, fmt.Errorf("%w: %w", ErrTrap, err)

@@ -49,8 +49,10 @@
 // standard library, wazero, OpenTelemetry and fsnotify, and nothing of
 // host or config: the HTTP side reaches it through the HTTP interface of
 // runtime/api, a leaf the host imports too. The details live under
-// runtime/internal: httpwasm (the http-wasm binding: its host functions,
-// the check of a guest's imports and exports, the phase rules), pool
+// runtime/internal: core (the ABI-neutral instance: its module, memory
+// cap, snapshot state and the deadline of its calls), httpwasm (the
+// http-wasm binding: its host functions, the check of a guest's imports
+// and exports, the phase rules), pool
 // (idle instances and reference counts), memlimit (the per-instance
 // memory cap), guestlog (WASI output to the log), interrupt (stopping a
 // guest at its deadline without a goroutine per call, and resuming it for

@@ -14,6 +14,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/sluicehq/sluice/runtime/internal/core"
 	"github.com/sluicehq/sluice/runtime/internal/guestlog"
 	"github.com/sluicehq/sluice/runtime/internal/httpwasm"
 	"github.com/sluicehq/sluice/runtime/internal/interrupt"
@@ -21,29 +22,33 @@ import (
 	"github.com/sluicehq/sluice/runtime/internal/snapshot"
 )
 
-// instance is one wazero module instance and the ABI state of its calls.
-// mu is held for the whole of each guest call; handle_response waits on
-// it for the instance that ran its handle_request.
+// instance is one module instance of the core (its module, memory cap,
+// snapshot state and deadline) and the http-wasm state of its calls. mu
+// is held for the whole of each guest call; handle_response waits on it
+// for the instance that ran its handle_request.
 type instance struct {
-	mu          sync.Mutex
-	mp          *modulePool
-	mod         api.Module
-	handleReq   api.Function
-	handleResp  api.Function
-	inv         httpwasm.Invocation
-	ctx         callCtx
-	mem         *memlimit.Memory
-	intr        interrupt.Instance // valid when mp.m.detached
-	state       *snapshot.State    // nil when mp.snap is
-	dl          deadline
-	done        chan struct{}
-	fired       atomic.Bool
-	expired     atomic.Bool // expire has run to its end
-	stack       [2]uint64
-	outstanding int // Calls waiting for handle_response
-	retired     atomic.Bool
-	closed      bool
+	core.Instance // State is nil when mp.snap is
+	mu            sync.Mutex
+	mp            *modulePool
+	handleReq     api.Function
+	handleResp    api.Function
+	inv           httpwasm.Invocation
+	stack         [2]uint64
+	outstanding   int // Calls waiting for handle_response
+	retired       atomic.Bool
+	closed        bool
 }
+
+// call runs fn on the instance under the deadline timeout from now
+// (mono), which the host functions see too; it reports whether the
+// deadline fired.
+func (inst *instance) call(fn api.Function, stack []uint64, now int64, timeout time.Duration) (fired bool, err error) {
+	inst.inv.Deadline = core.MonoTime(now + int64(timeout))
+	return inst.Call(fn, stack, now, timeout)
+}
+
+// mono is the core's monotonic clock (nanoseconds): one clock read.
+func mono() int64 { return core.Mono() }
 
 func (inst *instance) isRetired() bool { return inst.retired.Load() }
 
@@ -65,8 +70,8 @@ func (mp *modulePool) startUp(ctx context.Context) (*instance, string, error) {
 // when snap is nil; then, if take, it takes the module pool's snapshot.
 func (mp *modulePool) instantiate(ctx context.Context, snap *snapEntry, take bool) (*instance, string, error) {
 	f := mp.f
-	inst := &instance{mp: mp, done: make(chan struct{})}
-	inst.ctx.inst = inst
+	inst := &instance{mp: mp}
+	inst.Init(httpwasm.InvocationKey{}, &inst.inv)
 	inst.inv.Config = f.opts.Config
 	// What the guest logs and writes while it starts is held: logged
 	// when it started, the error's own text when it failed.
@@ -78,8 +83,7 @@ func (mp *modulePool) instantiate(ctx context.Context, snap *snapEntry, take boo
 	// up a quarter of the timeout before the deadline, which leaves the
 	// guest that long to return after its body ended early.
 	inst.inv.Reserve = f.opts.Timeout / 4
-	inst.mem = memlimit.New(uint64(f.opts.MemoryLimit))
-	inst.dl.init(inst.expire)
+	inst.Mem = memlimit.New(uint64(f.opts.MemoryLimit))
 
 	cfg := mp.cfg
 	if mp.m.info.WASI && f.opts.WASI.Stdout == nil {
@@ -90,14 +94,14 @@ func (mp *modulePool) instantiate(ctx context.Context, snap *snapEntry, take boo
 	}
 	if snap != nil {
 		if snap.image != nil {
-			inst.mem.Map(snap.image)
+			inst.Mem.Map(snap.image)
 		} else {
-			inst.mem.Reserve(uint64(snap.snap.Size()))
+			inst.Mem.Reserve(uint64(snap.snap.Size()))
 		}
 	}
 	ictx, cancel := context.WithTimeout(ctx, f.opts.InitTimeout)
 	defer cancel()
-	ictx = memlimit.With(ictx, inst.mem)
+	ictx = memlimit.With(ictx, inst.Mem)
 	ictx = httpwasm.WithInvocation(ictx, &inst.inv)
 	compiled, bare := mp.m.compiled, false
 	if snap != nil && mp.m.bare != nil {
@@ -107,35 +111,35 @@ func (mp *modulePool) instantiate(ctx context.Context, snap *snapEntry, take boo
 	if err != nil {
 		return nil, "", f.setupError(mp.m.info.Start, rec.Fail(), inst, ictx, err)
 	}
-	inst.mod = mod
+	inst.Mod = mod
 	if err := mp.m.detachWatcher(inst); err != nil {
 		_ = mod.Close(ctx)
 		return nil, "", fmt.Errorf("instantiate %s: %w", mp.m.digest, err)
 	}
 	why := mp.m.noSnapshot
 	if snap != nil || take && why == "" {
-		inst.state, err = snapshot.Open(mod)
+		inst.State, err = snapshot.Open(mod)
 		if err != nil {
 			why = "wazero's module instance is not the one sluice knows: " + err.Error()
 		}
 	}
 	if snap != nil {
 		switch {
-		case inst.state == nil:
+		case inst.State == nil:
 			err = errors.New(why)
-		case snap.image != nil && inst.mem.Mapped() == nil:
+		case snap.image != nil && inst.Mem.Mapped() == nil:
 			// The memory maps the snapshot's: nothing to copy. Without
 			// the bare module, instantiation wrote the data segments
 			// over it; those pages are dropped.
-			err = inst.state.Adopt(snap.snap)
+			err = inst.State.Adopt(snap.snap)
 			if err == nil && !bare {
-				err = inst.mem.Revert(snap.snap.Size())
+				err = inst.Mem.Revert(snap.snap.Size())
 			}
 		default: // no image, or it could not be mapped: copy
-			err = inst.state.Restore(snap.snap, bare)
+			err = inst.State.Restore(snap.snap, bare)
 		}
 		if err != nil {
-			_ = inst.closeModule()
+			_ = inst.Instance.Close()
 			return nil, "", fmt.Errorf("instantiate %s from its snapshot: %w", mp.m.digest, err)
 		}
 		inst.inv.InitFeatures = snap.features
@@ -143,8 +147,8 @@ func (mp *modulePool) instantiate(ctx context.Context, snap *snapEntry, take boo
 		return mp.ready(inst, rec), "", nil
 	}
 	var pristine snapshot.Pristine
-	if take && inst.state != nil {
-		pristine = inst.state.Pristine()
+	if take && inst.State != nil {
+		pristine = inst.State.Pristine()
 	}
 	if start := mp.m.info.Start; start != "" {
 		fired, err := inst.call(mod.ExportedFunction(start), nil, mono(), f.opts.InitTimeout)
@@ -156,21 +160,21 @@ func (mp *modulePool) instantiate(ctx context.Context, snap *snapEntry, take boo
 			err = nil
 		}
 		if err != nil {
-			_ = inst.closeModule()
+			_ = inst.Instance.Close()
 			return nil, "", f.setupError(start, rec.Fail(), inst, ictx, err)
 		}
 	}
 	if mod.IsClosed() {
 		rec.Release()
-		_ = inst.closeModule()
+		_ = inst.Instance.Close()
 		return nil, "", fmt.Errorf("instantiate %s: guest exited during %s; build it as a reactor", mp.m.digest, mp.m.info.Start)
 	}
 	f.startUps.Add(1)
-	if take && inst.state != nil {
-		sn, err := inst.state.Take(pristine)
+	if take && inst.State != nil {
+		sn, err := inst.State.Take(pristine)
 		if err != nil {
 			why = err.Error()
-			inst.state = nil
+			inst.State = nil
 		} else {
 			mp.snap = mp.m.newSnapEntry(sn, inst.inv.InitFeatures)
 			mp.m.keepSnapshot(mp.snapKey, mp.snap)
@@ -184,8 +188,8 @@ func (mp *modulePool) instantiate(ctx context.Context, snap *snapEntry, take boo
 func (mp *modulePool) ready(inst *instance, rec *guestlog.Recorder) *instance {
 	rec.Release()
 	inst.inv.Logger = mp.f.guestLog
-	inst.handleReq = inst.mod.ExportedFunction(httpwasm.FuncHandleRequest)
-	inst.handleResp = inst.mod.ExportedFunction(httpwasm.FuncHandleResponse)
+	inst.handleReq = inst.Mod.ExportedFunction(httpwasm.FuncHandleRequest)
+	inst.handleResp = inst.Mod.ExportedFunction(httpwasm.FuncHandleResponse)
 	mp.f.live.Add(1)
 	return inst
 }
@@ -199,7 +203,7 @@ func (f *Filter) setupError(start string, held []slog.Record, inst *instance, ic
 	case errors.Is(err, ErrTimeout): // the start function's deadline fired
 	case errors.Is(ictx.Err(), context.DeadlineExceeded) || errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded:
 		err = fmt.Errorf("%w after %s", ErrTimeout, f.opts.InitTimeout)
-	case inst.mem.Hit():
+	case inst.Mem.Hit():
 		err = fmt.Errorf("%w (%d bytes): %w", ErrMemory, f.opts.MemoryLimit, err)
 	default:
 		err = fmt.Errorf("%w: %w", ErrTrap, err)
@@ -251,7 +255,7 @@ func (m *Module) detachWatcher(inst *instance) error {
 		if m.startSection {
 			return
 		}
-		if intr, ok := interrupt.For(inst.mod); ok {
+		if intr, ok := interrupt.For(inst.Mod); ok {
 			intr.Detach()
 			m.detached = true
 		}
@@ -259,33 +263,12 @@ func (m *Module) detachWatcher(inst *instance) error {
 	if !m.detached {
 		return nil
 	}
-	intr, ok := interrupt.For(inst.mod)
+	intr, ok := interrupt.For(inst.Mod)
 	if !ok { // a module detached by its first instance; can't happen
 		return errors.New("no deadline interrupt for a module that has no deadline goroutine")
 	}
-	inst.intr = intr
+	inst.Intr, inst.Detached = intr, true
 	return nil
-}
-
-// expire runs when a call's deadline passes. On a detached module it
-// interrupts the guest; otherwise the context wazero watches reports
-// done, and wazero's goroutine closes the module.
-func (inst *instance) expire() {
-	if inst.fired.CompareAndSwap(false, true) {
-		if inst.mp.m.detached {
-			inst.intr.Interrupt()
-		}
-		close(inst.done)
-	}
-	inst.expired.Store(true)
-}
-
-// closeModule closes the instance's module; it may have been interrupted.
-func (inst *instance) closeModule() error {
-	if inst.mp.m.detached {
-		return inst.intr.Close(context.Background(), inst.mod)
-	}
-	return inst.mod.Close(context.Background())
 }
 
 // retireLocked takes the instance out of service; it closes now if no
@@ -307,8 +290,7 @@ func (inst *instance) closeLocked() {
 		return
 	}
 	inst.closed = true
-	inst.dl.stop()
-	_ = inst.closeModule()
+	_ = inst.Instance.Close()
 	inst.mp.f.live.Add(-1)
 }
 
@@ -316,33 +298,10 @@ func (inst *instance) closeLocked() {
 func (inst *instance) close() {
 	inst.mu.Lock()
 	defer inst.mu.Unlock()
-	if inst.mod == nil {
+	if inst.Mod == nil {
 		return
 	}
 	inst.closeLocked()
-}
-
-// callCtx is the context of every guest call on an instance. It is
-// allocated once per instance: its Done channel closes when the deadline
-// timer fires, and it hands the host functions the instance's state.
-type callCtx struct{ inst *instance }
-
-func (c *callCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
-
-func (c *callCtx) Done() <-chan struct{} { return c.inst.done }
-
-func (c *callCtx) Err() error {
-	if c.inst.fired.Load() {
-		return context.DeadlineExceeded
-	}
-	return nil
-}
-
-func (c *callCtx) Value(key any) any {
-	if _, ok := key.(httpwasm.InvocationKey); ok {
-		return &c.inst.inv
-	}
-	return nil
 }
 
 // resetLocked makes inst a copy of the snapshot again and reports whether
@@ -353,7 +312,7 @@ func (inst *instance) resetLocked() bool {
 	if inst.retired.Load() {
 		return false
 	}
-	if inst.state.Reset(inst.mp.snap.snap) {
+	if inst.State.Reset(inst.mp.snap.snap) {
 		inst.mp.f.resets.Add(1)
 		return true
 	}
