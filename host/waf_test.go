@@ -3,6 +3,7 @@ package host
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -48,6 +50,12 @@ func (s *syncBuffer) take() string {
 // lines go to the returned buffer.
 func wafFilter(t testing.TB, config string) (*runtime.Filter, *syncBuffer) {
 	t.Helper()
+	return wafFilterBuffer(t, config, 64<<10)
+}
+
+// wafFilterBuffer is wafFilter with the filter's max_buffer.
+func wafFilterBuffer(t testing.TB, config string, maxBuffer int64) (*runtime.Filter, *syncBuffer) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: the waf module takes seconds to compile")
 	}
@@ -74,7 +82,7 @@ func wafFilter(t testing.TB, config string) (*runtime.Filter, *syncBuffer) {
 		Config:      []byte(config),
 		PoolSize:    1,
 		MemoryLimit: 256 << 20,
-		MaxBuffer:   64 << 10,
+		MaxBuffer:   maxBuffer,
 		Timeout:     10 * time.Second,
 		InitTimeout: 60 * time.Second,
 	})
@@ -139,6 +147,140 @@ func TestWAFBlocksThroughServer(t *testing.T) {
 				checkRules(t, c, logs.take())
 			}
 		})
+	}
+}
+
+// TestWAFRefusesWhatItCannotInspect: the padding attack of issue 21
+// (finding 5), an XSS placed past request_body_limit in a form, a
+// multipart, a JSON and an XML body, is refused with 413 over every
+// engine, and nothing reaches the upstream; before, the guest inspected
+// the first 128 KiB and let the rest through (200). And the work per
+// request is bounded (inspect_limit): a single 10 KB form field, which
+// costs the CRS about a second of the guest's CPU, is refused with 413
+// before the rules run, in a fraction of that.
+func TestWAFRefusesWhatItCannotInspect(t *testing.T) {
+	f, _ := wafFilterBuffer(t, `{"mode": "block", "paranoia": 1}`, 1<<20)
+	var reached atomic.Int64
+	next := exchange.HandlerFunc(func(x exchange.Exchange) error {
+		reached.Add(1)
+		return echoBody.ServeExchange(x)
+	})
+	xss := "<script>alert(1)</script>"
+	pad := strings.Repeat("x", 140000)
+	bodies := []struct{ name, ct, body string }{
+		{"urlencoded", "application/x-www-form-urlencoded", "a=" + pad + "&q=" + url.QueryEscape(xss)},
+		{"multipart", "multipart/form-data; boundary=B", "--B\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n" + pad +
+			"\r\n--B\r\nContent-Disposition: form-data; name=\"q\"\r\n\r\n" + xss + "\r\n--B--\r\n"},
+		{"json", "application/json", `{"a": "` + pad + `", "q": "` + xss + `"}`},
+		{"xml", "application/xml", "<r><a>" + pad + "</a><q>" + xss + "</q></r>"},
+	}
+	for _, en := range exchangetest.Engines(t, chain.New([]chain.Filter{f}, next)) {
+		t.Run(en.Name, func(t *testing.T) {
+			post := func(ct, body string) (int, time.Duration) {
+				req, _ := http.NewRequest("POST", en.URL+"/form", strings.NewReader(body))
+				req.Host = "shop.example"
+				req.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) sluice-test")
+				req.Header.Set("Accept", "text/html")
+				req.Header.Set("Content-Type", ct)
+				start := time.Now()
+				resp, err := en.Client.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				return resp.StatusCode, time.Since(start)
+			}
+			reached.Store(0)
+			for _, b := range bodies {
+				if status, _ := post(b.ct, b.body); status != http.StatusRequestEntityTooLarge {
+					t.Errorf("%s padded past request_body_limit: %d, want 413", b.name, status)
+				}
+			}
+			status, took := post("application/x-www-form-urlencoded", "a="+strings.Repeat("x", 10<<10))
+			if status != http.StatusRequestEntityTooLarge || took > 500*time.Millisecond {
+				t.Errorf("a 10 KB field: %d after %s, want 413 before the rules run", status, took)
+			}
+			if n := reached.Load(); n != 0 {
+				t.Errorf("%d refused requests reached the upstream", n)
+			}
+		})
+	}
+}
+
+// TestWAFTimeoutSparesOthers: a request that runs the waf filter (a Go
+// guest) past its timeout fails alone; the requests whose handle_request
+// ran on the same instance, with their Coraza transactions kept there for
+// the response phase (response_body_limit), still get their
+// handle_response on it once the interrupted call returned: the Go
+// runtime of the guest takes the call again, and each transaction ends
+// (its score report, 980170, logged). Issue 21, finding 4, with the guest
+// of the report.
+func TestWAFTimeoutSparesOthers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the waf module takes seconds to compile")
+	}
+	ctx := context.Background()
+	logs := &syncBuffer{}
+	e, err := runtime.NewEngine(ctx, runtime.EngineOptions{
+		CacheDir: filepath.Join(os.TempDir(), "sluice-test-wasm-cache"),
+		Logger:   slog.New(slog.NewTextHandler(logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close(ctx) })
+	wasm, err := os.ReadFile("../filters/waf/waf.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := e.Compile(ctx, wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(ctx)
+	f, err := e.NewFilter(ctx, "waf", m, runtime.FilterOptions{
+		// No inspect_limit: a 50 KB field costs the guest seconds.
+		Config:      []byte(`{"inspect_limit": 0, "response_body_limit": 4096}`),
+		PoolSize:    1,
+		Timeout:     300 * time.Millisecond,
+		InitTimeout: 60 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close(ctx) })
+	post := func(body string) *filtertest.Exchange {
+		// No Content-Length: rule 920180 scores each transaction, so
+		// that its end in phase 5 is logged (980170).
+		x := filtertest.NewExchange("POST", "/login", "Host", "shop.example", "User-Agent", "Mozilla/5.0", "Accept", "text/html",
+			"Content-Type", "application/x-www-form-urlencoded")
+		x.ReqBody = strings.NewReader(body)
+		return x
+	}
+	var xs []*filtertest.Exchange
+	var calls []*runtime.Call
+	for range 3 {
+		x := post("user=alice")
+		c, err := f.HandleRequest(x)
+		if err != nil || c == nil {
+			t.Fatal(c, err)
+		}
+		xs, calls = append(xs, x), append(calls, c)
+	}
+	if _, err := f.HandleRequest(post("a=" + strings.Repeat("x", 50<<10))); !errors.Is(err, runtime.ErrTimeout) {
+		t.Fatalf("the 50 KB field: %v, want ErrTimeout", err)
+	}
+	logs.take()
+	for i, c := range calls {
+		xs[i].SetResponseHeader("Content-Type", "text/plain")
+		xs[i].SetBody([]byte("hello"))
+		if err := c.HandleResponse(xs[i], false); err != nil || xs[i].Status() != 200 {
+			t.Errorf("request %d: handle_response %v, status %d; want nil, 200", i, err, xs[i].Status())
+		}
+	}
+	if n := strings.Count(logs.take(), "rule 980170 matched"); n != len(calls) {
+		t.Errorf("%d transactions ended in the response phase, want %d", n, len(calls))
 	}
 }
 

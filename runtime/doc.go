@@ -4,7 +4,7 @@
 //
 // # Where it sits on the request path
 //
-// The host builds one Engine per process and, per config generation, one
+// The host builds one Engine per process and, per config generation (a config load), one
 // Filter per configured filter. For each request its filter chain calls
 // Filter.Request in declared order; a guest either answers (the zero Call
 // is returned; the response is already in the exchange) or continues (a
@@ -26,7 +26,9 @@
 //   - HTTP: what a guest reads and writes, declared once in runtime/api
 //     (which the host's exchange.Exchange embeds); ReadDeadliner and
 //     BodyBufferer, what an HTTP may add.
-//   - Engine (NewEngine, Compile, NewFilter, Close) and EngineOptions.
+//   - Engine (NewEngine, Compile, NewFilter, Close) and EngineOptions,
+//     whose Services (declared in runtime/api) are the host services a
+//     filter may use beyond its request, whatever its ABI.
 //   - Module (Digest, Close): a compiled guest shared by digest.
 //   - Filter (Request, HandleRequest, Features, Swap, Watch, Stats, Close),
 //     FilterOptions, WASIOptions, FilterStats; Reset and its constants
@@ -47,12 +49,17 @@
 // standard library, wazero, OpenTelemetry and fsnotify, and nothing of
 // host or config: the HTTP side reaches it through the HTTP interface of
 // runtime/api, a leaf the host imports too. The details live under
-// runtime/internal: abi (the host functions), pool (idle instances and
-// reference counts), memlimit (the per-instance memory cap), guestlog
-// (WASI output to the log), interrupt (stopping a guest at its deadline
-// without a goroutine per call), snapshot (instances made from a snapshot
-// of the guest's start-up). runtime/filtertest is the in-memory HTTP and a
-// runner for tests. Why it is built this way is in RATIONALE.md; the ABI
-// as implemented, with every host-specific decision, is in sdk/ABI.md
-// ("As implemented").
+// runtime/internal: core (the ABI-neutral instance: its module, memory
+// cap, snapshot state and the deadline of its calls), httpwasm (the
+// http-wasm binding: its host functions, the check of a guest's imports
+// and exports, the phase rules), pool
+// (idle instances and reference counts), memlimit (the per-instance
+// memory cap), guestlog (WASI output to the log), interrupt (stopping a
+// guest at its deadline without a goroutine per call, and resuming it for
+// the requests that wait on it), loopcheck (loop checks that mostly
+// return without leaving the guest), snapshot (instances made from a
+// snapshot of the guest's start-up). runtime/filtertest is the in-memory
+// HTTP and a runner for tests. Why it is built this way is in
+// RATIONALE.md; the ABI as implemented, with every host-specific
+// decision, is in sdk/ABI.md ("As implemented").
 package runtime

@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/sluicehq/sluice/runtime/internal/abi"
+	"github.com/sluicehq/sluice/runtime/internal/httpwasm"
 	"github.com/sluicehq/sluice/runtime/internal/interrupt"
 	"github.com/sluicehq/sluice/runtime/internal/loopcheck"
 	"github.com/sluicehq/sluice/runtime/internal/snapshot"
@@ -45,6 +45,9 @@ type EngineOptions struct {
 	TracerProvider trace.TracerProvider
 	// Observer is told about every invocation. Nil means nobody.
 	Observer Observer
+	// Services are the host services filters may use, whatever their
+	// ABI (see runtime/api). The zero value gives each one's default.
+	Services Services
 	// SlowCompile is the compile time from which a compile is logged at
 	// Info rather than Debug. Zero means one second.
 	SlowCompile time.Duration
@@ -69,6 +72,8 @@ type Engine struct {
 	traced bool // a TracerProvider was given: calls look for a sampled span
 	obs    Observer
 	slow   time.Duration
+	// guestLog is Services.Log, else log: where guests' output goes.
+	guestLog *slog.Logger
 
 	noBare, noImage bool
 
@@ -97,6 +102,10 @@ func NewEngine(ctx context.Context, opts EngineOptions) (*Engine, error) {
 	}
 	if e.log == nil {
 		e.log = slog.Default()
+	}
+	e.guestLog = opts.Services.Log
+	if e.guestLog == nil {
+		e.guestLog = e.log
 	}
 	if e.slow == 0 {
 		e.slow = time.Second
@@ -132,9 +141,9 @@ func NewEngine(ctx context.Context, opts EngineOptions) (*Engine, error) {
 						WithCloseOnContextDone(!opts.noDeadlines) // loop checks; see package interrupt
 	e.rt = wazero.NewRuntimeWithConfig(ctx, cfg)
 	loopcheck.Thin(e.rt) // most loop checks return at once; see package loopcheck
-	if _, err := abi.Instantiate(ctx, e.rt); err != nil {
+	if _, err := httpwasm.Instantiate(ctx, e.rt); err != nil {
 		_ = e.rt.Close(ctx)
-		return nil, fmt.Errorf("runtime: define %s: %w", abi.ModuleName, err)
+		return nil, fmt.Errorf("runtime: define %s: %w", httpwasm.ModuleName, err)
 	}
 	return e, nil
 }
@@ -156,14 +165,14 @@ func (e *Engine) Close(ctx context.Context) error {
 	return err
 }
 
-// Module is a compiled guest, shared by every filter and generation that
+// Module is a compiled guest, shared by every filter and module pool that
 // runs the same bytes. Release it with Close when done with it; filters
 // hold their own reference.
 type Module struct {
 	e        *Engine
 	digest   string
 	compiled wazero.CompiledModule
-	info     abi.Info
+	info     httpwasm.Info
 	// startSection: wazero runs a function while instantiating, which
 	// only its own goroutine per call can interrupt; see detachWatcher.
 	startSection bool
@@ -230,7 +239,7 @@ func (e *Engine) compile(ctx context.Context, digest string, wasm []byte) (*Modu
 	if err != nil {
 		return nil, fmt.Errorf("compile %s: %w", digest, err)
 	}
-	info, err := abi.Check(compiled)
+	info, err := httpwasm.Check(compiled)
 	if err != nil {
 		_ = compiled.Close(ctx)
 		return nil, fmt.Errorf("compile %s: %w", digest, err)
@@ -255,7 +264,7 @@ func (e *Engine) compile(ctx context.Context, digest string, wasm []byte) (*Modu
 	return m, nil
 }
 
-// retain takes another reference to m (a filter generation using it).
+// retain takes another reference to m (a filter's module pool using it).
 func (m *Module) retain() {
 	m.e.mu.Lock()
 	m.e.modules[m.digest].refs++
@@ -296,7 +305,7 @@ func (e *Engine) ensureWASI(ctx context.Context) error {
 		return nil
 	}
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.rt); err != nil {
-		return fmt.Errorf("define %s: %w", abi.WASIModule, err)
+		return fmt.Errorf("define %s: %w", httpwasm.WASIModule, err)
 	}
 	e.wasi = true
 	return nil

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/sluicehq/sluice/runtime/internal/abi"
+	"github.com/sluicehq/sluice/runtime/internal/httpwasm"
 )
 
 // Errors returned by filter calls, wrapped as
@@ -20,7 +20,7 @@ var (
 	// ErrABI: the guest broke the http_handler ABI (a pointer outside its
 	// memory, an unknown enum value, a write after the response was
 	// committed, an oversized header). Always wrapped with ErrTrap.
-	ErrABI = abi.ErrABI
+	ErrABI = httpwasm.ErrABI
 	// ErrTimeout: the guest ran past the filter's timeout. Its instance
 	// is replaced.
 	ErrTimeout = errors.New("deadline exceeded")
@@ -47,16 +47,16 @@ var (
 
 	// ErrRequestBodyTooLarge: the request body the guest read with
 	// buffer_request is over FilterOptions.MaxBuffer.
-	ErrRequestBodyTooLarge = abi.ErrRequestBodyTooLarge
+	ErrRequestBodyTooLarge = httpwasm.ErrRequestBodyTooLarge
 	// ErrResponseBodyTooLarge: the response body the guest read is over
 	// FilterOptions.MaxBuffer.
-	ErrResponseBodyTooLarge = abi.ErrResponseBodyTooLarge
+	ErrResponseBodyTooLarge = httpwasm.ErrResponseBodyTooLarge
 	// ErrRequestBodyTimeout: the client did not send the request body the
 	// guest read before the call's deadline.
-	ErrRequestBodyTimeout = abi.ErrRequestBodyTimeout
+	ErrRequestBodyTimeout = httpwasm.ErrRequestBodyTimeout
 	// ErrResponseBodyTimeout: the next handler's response body the guest
 	// read did not arrive before the call's deadline.
-	ErrResponseBodyTimeout = abi.ErrResponseBodyTimeout
+	ErrResponseBodyTimeout = httpwasm.ErrResponseBodyTimeout
 )
 
 // Observer outcomes, one per invocation.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
@@ -224,6 +225,31 @@ func TestFilter_WASIAndLog(t *testing.T) {
 	} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("log lacks %q:\n%s", want, logs)
+		}
+	}
+}
+
+// TestFilter_ServicesLog: EngineOptions.Services.Log receives what the
+// guest logs and writes, tagged as the engine's Logger would have it; the
+// Logger keeps only the runtime's own records.
+func TestFilter_ServicesLog(t *testing.T) {
+	guestLogs := &logBuffer{}
+	ev := newEnv(t, func(o *runtime.EngineOptions) {
+		o.Services.Log = slog.New(slog.NewTextHandler(guestLogs, nil))
+	})
+	f := ev.filter(t, "wasi", runtime.FilterOptions{PoolSize: 1})
+	if _, err := roundTrip(f, filtertest.NewExchange("GET", "/"), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`msg="hello from stdout" filter=wasi source=stdout`,
+		`msg="hello from log" filter=wasi source=guest`,
+	} {
+		if !strings.Contains(guestLogs.String(), want) {
+			t.Errorf("Services.Log lacks %q:\n%s", want, guestLogs.String())
+		}
+		if strings.Contains(ev.log.String(), want) {
+			t.Errorf("the engine's Logger got the guest's %q too", want)
 		}
 	}
 }

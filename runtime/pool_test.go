@@ -35,7 +35,7 @@ func rssKiB() int64 {
 // waiting on a slow "upstream" between their two phases, use no more
 // than PoolSize instances. The requests are in-memory fakes (10,000
 // loopback connections would exceed common fd limits); the loopback
-// version with 500 connections is in conformance/abi.
+// version with 500 connections is in conformance/httpwasm.
 func TestPool_Hammer_TenThousandWaiting(t *testing.T) {
 	const n, poolSize = 10000, 4
 	ev := newEnv(t)

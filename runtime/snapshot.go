@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"slices"
 
-	"github.com/sluicehq/sluice/runtime/internal/abi"
+	"github.com/sluicehq/sluice/runtime/internal/httpwasm"
 	"github.com/sluicehq/sluice/runtime/internal/memlimit"
 	"github.com/sluicehq/sluice/runtime/internal/snapshot"
 )
@@ -32,18 +32,18 @@ func (r Reset) String() string {
 }
 
 // snapEntry is the snapshot of a module's start-up under one
-// configuration, shared by the generations that use both: a reload that
+// configuration, shared by the module pools that use both: a reload that
 // changes neither runs no start-up.
 type snapEntry struct {
 	snap     *snapshot.Snapshot
-	image    *memlimit.Image // the snapshot's memory, which instances map; nil where there is none
-	features abi.Features    // what the guest enabled in its start-up
-	refs     int             // generations using it; under Module.snapMu
+	image    *memlimit.Image   // the snapshot's memory, which instances map; nil where there is none
+	features httpwasm.Features // what the guest enabled in its start-up
+	refs     int               // module pools using it; under Module.snapMu
 }
 
 // newSnapEntry keeps sn with its memory in an image (see memlimit.Image)
 // where the platform has them.
-func (m *Module) newSnapEntry(sn *snapshot.Snapshot, features abi.Features) *snapEntry {
+func (m *Module) newSnapEntry(sn *snapshot.Snapshot, features httpwasm.Features) *snapEntry {
 	e := &snapEntry{snap: sn, features: features}
 	if m.e.noImage {
 		return e
@@ -100,7 +100,7 @@ func (m *Module) findSnapshot(key string) *snapEntry {
 	return e
 }
 
-// keepSnapshot keeps e, just taken, under key (unless another generation
+// keepSnapshot keeps e, just taken, under key (unless another module pool
 // kept one meanwhile), with one reference for the caller.
 func (m *Module) keepSnapshot(key string, e *snapEntry) {
 	m.snapMu.Lock()
@@ -111,7 +111,7 @@ func (m *Module) keepSnapshot(key string, e *snapEntry) {
 	}
 }
 
-// releaseSnapshot drops a generation's reference to e; the last one
+// releaseSnapshot drops a module pool's reference to e; the last one
 // forgets it.
 func (m *Module) releaseSnapshot(key string, e *snapEntry) {
 	m.snapMu.Lock()

@@ -5,7 +5,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/sluicehq/sluice/runtime/internal/abi"
+	"github.com/sluicehq/sluice/runtime/internal/httpwasm"
 )
 
 var (
@@ -16,7 +16,7 @@ var (
 // startSpan starts "filter NAME" as a child of the span in the request's
 // context, only when that span is sampled: an unsampled request costs one
 // context lookup, and none when the engine has no TracerProvider.
-func (f *Filter) startSpan(x HTTP, g *generation, phase abi.Phase) trace.Span {
+func (f *Filter) startSpan(x HTTP, mp *modulePool, phase httpwasm.Phase) trace.Span {
 	if !f.e.traced {
 		return nil
 	}
@@ -25,12 +25,12 @@ func (f *Filter) startSpan(x HTTP, g *generation, phase abi.Phase) trace.Span {
 		return nil
 	}
 	p := phaseRequest
-	if phase == abi.PhaseResponse {
+	if phase == httpwasm.PhaseResponse {
 		p = phaseResponse
 	}
 	_, span := f.e.tracer.Start(ctx, f.spanName,
 		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(f.nameAttr, g.digest, p))
+		trace.WithAttributes(f.nameAttr, mp.digest, p))
 	return span
 }
 

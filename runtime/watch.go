@@ -102,7 +102,7 @@ func (f *Filter) reloadFile(path string) {
 		return
 	}
 	defer m.Close(ctx)
-	if g := f.cur.Load(); g != nil && g.m.digest == m.digest {
+	if mp := f.cur.Load(); mp != nil && mp.m.digest == m.digest {
 		return
 	}
 	_ = f.Swap(ctx, m) // logs its own failure

@@ -1,28 +1,27 @@
-package runtime
+package core
 
 import (
-	goruntime "runtime"
 	"sync/atomic"
 	"time"
-
-	"github.com/tetratelabs/wazero/api"
 )
 
 // monoEpoch is the origin of mono.
 var monoEpoch = time.Now()
 
-// mono is the monotonic clock in nanoseconds since monoEpoch: one clock
+// Mono is the monotonic clock in nanoseconds since monoEpoch: one clock
 // read, where time.Now reads two (wall and monotonic). Go's timers run on
 // the same clock.
-func mono() int64 { return int64(time.Since(monoEpoch)) }
+func Mono() int64 { return int64(time.Since(monoEpoch)) }
 
-// monoTime is the time.Time of a mono reading (with its monotonic part).
-func monoTime(t int64) time.Time { return monoEpoch.Add(time.Duration(t)) }
+// MonoTime is the time.Time of a Mono reading (with its monotonic part).
+func MonoTime(t int64) time.Time { return monoEpoch.Add(time.Duration(t)) }
+
+func mono() int64 { return Mono() }
 
 // deadline enforces the deadline of each guest call on one instance
 // with one timer that stays armed while calls keep coming, instead of
 // arming a timer before each call and stopping it after (see
-// RATIONALE.md, "Why is the timer not reset for every call?"). A call
+// runtime/RATIONALE.md, "Why is the timer not reset for every call?"). A call
 // publishes its deadline; the timer, when it fires, either finds the
 // instance idle (and stays unarmed until the next call), or finds a call
 // whose deadline is later (and is armed again for it), or finds a call
@@ -86,41 +85,3 @@ func (d *deadline) tick(fire func()) {
 
 // stop stops the timer; the instance makes no more calls.
 func (d *deadline) stop() { d.timer.Stop() }
-
-// call runs fn with a deadline timeout from now (mono). It reports
-// whether the deadline fired. The timer is the instance's own and usually
-// already armed, so a call allocates nothing, starts no goroutine, and
-// takes no lock (see RATIONALE.md). A call the deadline stopped leaves
-// the instance retired by its caller but, where it can, callable again
-// (see resume).
-func (inst *instance) call(fn api.Function, stack []uint64, now int64, timeout time.Duration) (err error, fired bool) {
-	at := inst.dl.begin(now, timeout)
-	inst.inv.Deadline = monoTime(at)
-	err = fn.CallWithStack(&inst.ctx, stack)
-	if inst.dl.end(at) {
-		return err, false
-	}
-	// expire has started: let it finish, so that nothing touches the
-	// module once the caller closes it.
-	for !inst.expired.Load() {
-		goruntime.Gosched()
-	}
-	inst.resume()
-	return err, true
-}
-
-// resume puts an instance whose call the deadline stopped back in a state
-// where it can be called again, so that the requests whose handle_request
-// ran on it still get their handle_response there (RATIONALE.md, "Why
-// does a timeout not fail the other requests of its instance?"). Only a
-// detached module can be: wazero's own goroutine closes the module for
-// good. Called with inst.mu held, after expire finished, before the next
-// call arms the timer.
-func (inst *instance) resume() {
-	if !inst.g.m.detached || !inst.intr.Resume() {
-		return
-	}
-	inst.fired.Store(false)
-	inst.expired.Store(false)
-	inst.done = make(chan struct{})
-}

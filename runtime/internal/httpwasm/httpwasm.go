@@ -1,14 +1,16 @@
-// Package abi implements the http-wasm "http_handler" ABI as wazero host
-// functions: the import module a guest links against, the exports the host
-// calls, and the rules that decide which call is legal in which phase.
+// Package httpwasm is the runtime's binding of the http-wasm
+// "http_handler" ABI: the host functions a guest links against (wazero
+// host functions), the check of a module's imports and exports, and the
+// rules that decide which call is legal in which phase. A second ABI gets
+// a package of its own beside it.
 //
-// It knows nothing of pools, generations or tracing; package runtime puts
+// It knows nothing of pools, module pools or tracing; package runtime puts
 // an *Invocation in the context of each guest call and this package reads
 // and writes the request through it. Every misuse by a guest (a pointer
 // outside memory, an unknown enum value, a write after the response was
 // committed, an oversized header) panics with an error wrapping ErrABI,
 // which wazero turns into a trap of that guest call alone.
-package abi
+package httpwasm
 
 import (
 	"errors"

@@ -1,11 +1,11 @@
-package abi_test
+package httpwasm_test
 
 import (
 	"fmt"
 	"testing"
 
 	"github.com/sluicehq/sluice/runtime/filtertest"
-	"github.com/sluicehq/sluice/runtime/internal/abi"
+	"github.com/sluicehq/sluice/runtime/internal/httpwasm"
 )
 
 // TestRollback: the response header changes of a failed call are undone:
@@ -15,8 +15,8 @@ func TestRollback(t *testing.T) {
 	for _, how := range []string{"body error", "trap", "success"} {
 		x := filtertest.NewExchange("GET", "/")
 		x.RespHdr = []filtertest.Field{{Name: "X-A", Value: "1"}, {Name: "X-B", Value: "kept"}, {Name: "X-A", Value: "2"}}
-		var inv abi.Invocation
-		inv.Begin(x, abi.PhaseResponse, abi.FeatureBufferResponse)
+		var inv httpwasm.Invocation
+		inv.Begin(x, httpwasm.PhaseResponse, httpwasm.FeatureBufferResponse)
 		inv.SaveResponseHeader("x-a")
 		x.SetResponseHeader("x-a", "new")
 		inv.SaveResponseHeader("X-C")
@@ -24,7 +24,7 @@ func TestRollback(t *testing.T) {
 		inv.SaveResponseHeader("X-A") // already saved: its value before the call stays
 		x.DelResponseHeader("X-A")
 		if how == "body error" {
-			inv.SetBodyErr(abi.ErrResponseBodyTooLarge)
+			inv.SetBodyErr(httpwasm.ErrResponseBodyTooLarge)
 		}
 		if err := inv.End(false); (err != nil) != (how == "body error") {
 			t.Fatalf("%s: End = %v", how, err)

@@ -1,4 +1,4 @@
-package abi
+package httpwasm
 
 // SaveResponseHeader and SetBodyErr let the external tests (which use
 // runtime/filtertest, itself importing the runtime) drive an Invocation.
