@@ -100,14 +100,30 @@ func defaultTelemetry() Telemetry {
 }
 
 func (d *decoder) admin(blk *hcl.Block) *Admin {
-	b := d.content(blk.Body, "admin", blk.DefRange, []string{"listen", "token"})
+	b := d.content(blk.Body, "admin", blk.DefRange, []string{"listen", "token", "socket_mode"})
 	a := &Admin{Listen: "127.0.0.1:2019", Range: blk.DefRange}
+	unix := false
 	if b.str("listen", &a.Listen) {
-		if err := checkListenAddr(a.Listen); err != nil {
+		if path, ok := strings.CutPrefix(a.Listen, "unix/"); ok {
+			unix = true
+			if !strings.HasPrefix(path, "/") {
+				d.errorf(b.rng("listen"), "Invalid listen address", "%q names no absolute socket path; write \"unix//run/sluice/admin.sock\".", a.Listen)
+			}
+		} else if err := checkListenAddr(a.Listen); err != nil {
 			d.errorf(b.rng("listen"), "Invalid listen address", "%s.", err)
 		}
 	}
 	b.str("token", &a.Token)
+	if b.str("socket_mode", &a.SocketMode) {
+		mode := a.SocketMode
+		m, err := strconv.ParseUint(mode, 8, 32)
+		switch {
+		case !unix:
+			d.errorf(b.rng("socket_mode"), "Invalid socket_mode", "socket_mode applies to a unix socket (listen = \"unix/PATH\"), not to %q.", a.Listen)
+		case err != nil || m > 0o777 || m == 0:
+			d.errorf(b.rng("socket_mode"), "Invalid socket_mode", "socket_mode %q is not a file mode in octal from \"0001\" to \"0777\", like \"0600\".", mode)
+		}
+	}
 	return a
 }
 

@@ -169,8 +169,12 @@ type Listener struct {
 // Admin is the admin listener: the `admin {}` block. It serves /metrics,
 // /healthz, /readyz, POST /reload, /config and /filters.
 type Admin struct {
-	// Listen is the admin address. HCL `listen`, default "127.0.0.1:2019".
+	// Listen is the admin address. HCL `listen`, default "127.0.0.1:2019";
+	// "unix/PATH" ("unix//run/sluice/admin.sock") is a unix socket.
 	Listen string `json:"listen"`
+	// SocketMode is a unix socket's file mode, in octal as written.
+	// HCL `socket_mode`, default "" ("0600"); checked to parse.
+	SocketMode string `json:"socket_mode,omitempty"`
 	// Token, when set, is a bearer token every admin request must carry
 	// (except /healthz and /readyz). HCL `token`, default "" (no token).
 	// Redacted replaces it.

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"maps"
+	"os"
 	"reflect"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -195,6 +197,9 @@ func (t *telemetry) startAdmin(o admin.Options, certs func() []tlsconf.Certifica
 		return nil
 	}
 	o.Listen, o.Token, o.Log = a.Listen, a.Token, t.log
+	if m, err := strconv.ParseUint(a.SocketMode, 8, 32); err == nil {
+		o.SocketMode = os.FileMode(m) // checked by config
+	}
 	ready := o.Ready
 	o.Ready = func() bool { return !t.draining.Load() && (ready == nil || ready()) }
 	if t.metrics != nil {

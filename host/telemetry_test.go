@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -427,4 +428,44 @@ func grepLines(s, substr string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestAdminUnixSocketConfig: `listen = "unix/PATH"` with a socket_mode
+// serves the admin API on a socket of that mode, and nothing on TCP.
+func TestAdminUnixSocketConfig(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "admin.sock")
+	src := fmt.Sprintf(`
+admin {
+  listen      = "unix/%s"
+  socket_mode = "0640"
+}
+site "u.test" {
+  listen = ["127.0.0.1:%d"]
+  route "/" {
+    respond { body = "hi" }
+  }
+}
+`, sock, freePort(t))
+	path := filepath.Join(dir, "sluice.hcl")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := Start(InstanceOptions{Path: path, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Shutdown(context.Background())
+	if fi, err := os.Lstat(sock); err != nil || fi.Mode().Type() != os.ModeSocket || fi.Mode().Perm() != 0o640 {
+		t.Fatalf("admin socket: %v %v, want a socket of mode 0640", fi, err)
+	}
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	if code, _ := tget(t, c, "http://localhost/healthz"); code != 200 {
+		t.Errorf("/healthz over the socket: %d", code)
+	}
+	if got := inst.AdminAddr(); got != sock {
+		t.Errorf("AdminAddr %q, want %q", got, sock)
+	}
 }

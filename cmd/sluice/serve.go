@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -314,32 +313,12 @@ func cmdFmt(args []string) int {
 
 func cmdReload(args []string) int {
 	fs := newFlags("reload", "[--admin ADDR]", "Ask a running server to reload its config (POST /reload on its admin listener).")
-	admin := fs.String("admin", "127.0.0.1:2019", "admin listener `address`")
+	admin := fs.String("admin", "127.0.0.1:2019", "admin listener `address` (host:port, or unix/PATH for a unix socket)")
 	token := fs.String("token", os.Getenv("SLUICE_ADMIN_TOKEN"), "admin bearer `token` (default $SLUICE_ADMIN_TOKEN)")
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
 	}
-	req, err := http.NewRequest(http.MethodPost, "http://"+*admin+"/reload", nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "sluice reload:", err)
-		return 1
-	}
-	if *token != "" {
-		req.Header.Set("Authorization", "Bearer "+*token)
-	}
-	resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "sluice reload:", err)
-		return 1
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(os.Stderr, "sluice reload: %s\n%s", resp.Status, body)
-		return 1
-	}
-	fmt.Fprintf(os.Stderr, "%s", body)
-	return 0
+	return adminPost("reload", *admin, *token, "/reload", 60*time.Second)
 }
 
 // validateFilters loads every filter as serving would (compile, then one

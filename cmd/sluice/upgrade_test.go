@@ -7,7 +7,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/sluicehq/sluice/host/admin"
 )
 
 // TestHealth: sluice health exits 0 only on a 200 (the image's
@@ -113,5 +116,45 @@ func TestPidFileNoFollow(t *testing.T) {
 	}
 	if _, err := os.Lstat(path + ".tmp-fresh"); !os.IsNotExist(err) {
 		t.Fatalf("the temporary was left: %v", err)
+	}
+}
+
+// TestAdminUnixSocket: reload, upgrade and health reach an admin API on
+// a unix socket (--admin unix/PATH), the token included.
+func TestAdminUnixSocket(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "admin.sock")
+	var reloads, upgrades atomic.Int32
+	s, err := admin.New(admin.Options{
+		Listen:  "unix/" + path,
+		Token:   "s3cret",
+		Reload:  func() error { reloads.Add(1); return nil },
+		Upgrade: func() (string, error) { upgrades.Add(1); return "upgraded\n", nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	addr := "unix/" + path
+	tests := []struct {
+		name string
+		run  func() int
+		rc   int
+	}{
+		{"reload", func() int { return cmdReload([]string{"--admin", addr, "--token", "s3cret"}) }, 0},
+		{"reload without the token", func() int { return cmdReload([]string{"--admin", addr, "--token", ""}) }, 1},
+		{"upgrade", func() int { return cmdUpgrade([]string{"--admin", addr, "--token", "s3cret"}) }, 0},
+		{"health", func() int { return cmdHealth([]string{"--admin", addr}) }, 0},
+		{"health of no socket", func() int { return cmdHealth([]string{"--admin", addr + ".none"}) }, 1},
+	}
+	for _, tt := range tests {
+		if rc := tt.run(); rc != tt.rc {
+			t.Errorf("%s: exit %d, want %d", tt.name, rc, tt.rc)
+		}
+	}
+	if reloads.Load() != 1 || upgrades.Load() != 1 {
+		t.Errorf("%d reloads, %d upgrades; want one each", reloads.Load(), upgrades.Load())
 	}
 }
