@@ -177,9 +177,13 @@ func (s *Server) Start() error {
 		}
 	}
 	if u, ok := ln.(*net.UnixListener); ok {
-		// The socket outlives this process's listener: a successor
-		// (upgrade) serves the same file. (listenUnix's own is set.)
+		// An inherited socket: it outlives this process's listener (a
+		// successor serves the same file), and it is known by its path,
+		// not by the private name it was bound under.
 		u.SetUnlinkOnClose(false)
+		if path, ok := UnixPath(s.o.Listen); ok {
+			ln = renamed{u, &net.UnixAddr{Name: path, Net: "unix"}}
+		}
 	}
 	s.ln, s.done = ln, make(chan struct{})
 	s.names = newOrigins(s.o.Listen, ln.Addr())

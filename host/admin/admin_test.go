@@ -391,3 +391,38 @@ func TestUnixSocket(t *testing.T) {
 		t.Errorf("the file holds %q", b)
 	}
 }
+
+// TestUnixSocketInherited: a socket handed over by the process this one
+// replaced keeps its path as its name, and closing it leaves the file
+// for whoever serves it next.
+func TestUnixSocketInherited(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "admin.sock")
+	first, err := listenUnix(path, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := first.(renamed).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	ln, err := net.FileListener(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{Listen: "unix/" + path, Listener: ln})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Addr().String(); got != path {
+		t.Errorf("Addr %q, want %q", got, path)
+	}
+	s.Close()
+	if _, err := os.Lstat(path); err != nil {
+		t.Errorf("the socket is gone after Close: %v", err)
+	}
+}
