@@ -312,13 +312,16 @@ func cmdFmt(args []string) int {
 }
 
 func cmdReload(args []string) int {
-	fs := newFlags("reload", "[--admin ADDR]", "Ask a running server to reload its config (POST /reload on its admin listener).")
-	admin := fs.String("admin", "127.0.0.1:2019", "admin listener `address` (host:port, or unix/PATH for a unix socket)")
-	token := fs.String("token", os.Getenv("SLUICE_ADMIN_TOKEN"), "admin bearer `token` (default $SLUICE_ADMIN_TOKEN)")
+	fs := newFlags("reload", "[-c FILE.hcl | --admin ADDR] [--token TOKEN]", "Ask a running server to reload its config (POST /reload on its admin listener).\nWith -c, the admin address and token are the config's.")
+	a := newAdminFlags(fs)
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
 	}
-	return adminPost("reload", *admin, *token, "/reload", 60*time.Second)
+	if err := a.resolve(); err != nil {
+		fmt.Fprintln(os.Stderr, "sluice reload:", err)
+		return 1
+	}
+	return adminPost("reload", *a.addr, *a.token, "/reload", 60*time.Second)
 }
 
 // validateFilters loads every filter as serving would (compile, then one

@@ -15,7 +15,7 @@ import (
 )
 
 func cmdUpgrade(args []string) int {
-	fs := newFlags("upgrade", "[--admin ADDR] [--pid PID | --pid-file FILE]", `Replace a running server's binary without refusing a connection (as
+	fs := newFlags("upgrade", "[-c FILE.hcl | --admin ADDR] [--token TOKEN] [--pid PID | --pid-file FILE]", `Replace a running server's binary without refusing a connection (as
 nginx on SIGUSR2): it starts the binary at its path again (replace the
 file first), hands it the listening sockets, waits until it serves, then
 drains; long-lived connections run on the old process until its
@@ -23,9 +23,9 @@ server.shutdown_timeout. A new binary that fails to start, or is not
 ready in time, is stopped and the old one keeps serving.
 By default through the admin API (POST /upgrade), which waits for the
 outcome and reports it; with --pid or --pid-file it sends SIGUSR2, and
-the outcome is in the server's log.`)
-	admin := fs.String("admin", "127.0.0.1:2019", "admin listener `address` (host:port, or unix/PATH for a unix socket)")
-	token := fs.String("token", os.Getenv("SLUICE_ADMIN_TOKEN"), "admin bearer `token` (default $SLUICE_ADMIN_TOKEN)")
+the outcome is in the server's log. With -c, the admin address and token
+are the config's.`)
+	a := newAdminFlags(fs)
 	pid := fs.Int("pid", 0, "signal this process `id` instead of using the admin API")
 	pidPath := fs.String("pid-file", "", "signal the process whose id is in `file` (serve --pid-file)")
 	if rc := parse(fs, args); rc >= 0 {
@@ -49,8 +49,12 @@ the outcome is in the server's log.`)
 		fmt.Fprintf(os.Stderr, "sent SIGUSR2 to pid %d; its log tells the outcome\n", *pid)
 		return 0
 	}
+	if err := a.resolve(); err != nil {
+		fmt.Fprintln(os.Stderr, "sluice upgrade:", err)
+		return 1
+	}
 	// The server waits for the new process (host.DefaultUpgradeTimeout).
-	return adminPost("upgrade", *admin, *token, "/upgrade", 90*time.Second)
+	return adminPost("upgrade", *a.addr, *a.token, "/upgrade", 90*time.Second)
 }
 
 func cmdHealth(args []string) int {
