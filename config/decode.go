@@ -134,7 +134,7 @@ func (d *decoder) store(blk *hcl.Block) *Store {
 		d.errorf(blk.LabelRanges[0], "Unknown store", "store %q is not a kind sluice knows; the one kind is \"redis\".%s", st.Kind, didYouMean(st.Kind, []string{"redis"}))
 	}
 	b := d.content(blk.Body, fmt.Sprintf("store %q", st.Kind), blk.DefRange,
-		[]string{"address", "username", "password", "prefix", "timeout"}, blockType("tls"))
+		[]string{"address", "username", "password", "prefix", "timeout", "required"}, blockType("tls"))
 	if b.require("address") && b.str("address", &st.Address) {
 		if host, port, err := net.SplitHostPort(st.Address); err != nil || host == "" {
 			d.errorf(b.rng("address"), "Invalid address", "%q is not a host:port, like \"127.0.0.1:6379\".", st.Address)
@@ -146,6 +146,7 @@ func (d *decoder) store(blk *hcl.Block) *Store {
 	b.str("password", &st.Password)
 	b.str("prefix", &st.Prefix)
 	b.duration("timeout", &st.Timeout, true)
+	b.boolean("required", &st.Required)
 	if tb := b.single("tls"); tb != nil {
 		st.TLS = d.clientTLS(tb)
 	}

@@ -464,6 +464,10 @@ type Store struct {
 	// Timeout bounds every call to the server, connecting included. HCL
 	// `timeout`, default "250ms".
 	Timeout time.Duration `json:"timeout"`
+	// Required makes /readyz answer 503 while the server does not
+	// answer. HCL `required`, default false (an instance serves without
+	// it: rate limits follow on_store_error).
+	Required bool `json:"required,omitempty"`
 	// Range is the `store` block's header.
 	Range hcl.Range `json:"-"`
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/host/admin"
 	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/gateway"
 	"github.com/sluicehq/sluice/host/observe"
 	"github.com/sluicehq/sluice/host/store"
 	"github.com/sluicehq/sluice/host/tlsconf"
@@ -54,6 +55,9 @@ type telemetry struct {
 	certKeys  map[[2]string]bool
 	stop      chan struct{} // closed by close: stops the refresh
 	stopOnce  sync.Once
+	// required is the serving config's store when it says required =
+	// true: /readyz asks it. nil: readiness does not depend on a store.
+	required atomic.Pointer[store.Store]
 }
 
 // newTelemetry builds the telemetry a config asks for. Nothing listens
@@ -64,6 +68,8 @@ func newTelemetry(cfg *config.Config, log *slog.Logger) (t *telemetry, err error
 	}
 	t = &telemetry{log: log, first: cfg, certEvery: time.Minute, stop: make(chan struct{})}
 	t.shutdownDelay.Store(int64(cfg.Server.ShutdownDelay))
+	store.SetLog(log)
+	t.watchStore(cfg)
 	defer func() {
 		if err != nil {
 			_ = t.close(context.Background())
@@ -73,7 +79,7 @@ func newTelemetry(cfg *config.Config, log *slog.Logger) (t *telemetry, err error
 	tc := cfg.Telemetry
 	if cfg.Admin != nil && tc.Metrics.Prometheus {
 		t.metrics = observe.NewMetrics()
-		t.metrics.Registry().MustRegister(storeErrors{})
+		t.metrics.Registry().MustRegister(storeErrors{}, rateLimitDecisions{})
 	}
 	if tr := tc.Traces; tr != nil {
 		if t.tracing, err = observe.NewTracing(observe.TracingOptions{
@@ -116,6 +122,7 @@ func (t *telemetry) reloaded(err error) {
 // settings take effect only at start, so a change is logged.
 func (t *telemetry) applied(cfg *config.Config) {
 	t.shutdownDelay.Store(int64(cfg.Server.ShutdownDelay))
+	t.watchStore(cfg)
 	t.reportCertificates()
 	if !reflect.DeepEqual(redactedTelemetry(t.first), redactedTelemetry(cfg)) {
 		t.log.Warn("telemetry and admin settings changed; they take effect at the next restart")
@@ -197,6 +204,7 @@ func (t *telemetry) startAdmin(o admin.Options, certs func() []tlsconf.Certifica
 		return nil
 	}
 	o.Listen, o.Token, o.Log = a.Listen, a.Token, t.log
+	o.Unready = t.unready
 	if m, err := strconv.ParseUint(a.SocketMode, 8, 32); err == nil {
 		o.SocketMode = os.FileMode(m) // checked by config
 	}
@@ -218,6 +226,24 @@ func (t *telemetry) startAdmin(o admin.Options, certs func() []tlsconf.Certifica
 		go t.refreshCertificates()
 	}
 	return nil
+}
+
+// watchStore makes readiness depend on cfg's store when it says
+// required = true. Open returns the pool the generation uses.
+func (t *telemetry) watchStore(cfg *config.Config) {
+	var s *store.Store
+	if c := cfg.Store; c != nil && c.Required {
+		s, _ = store.Open(store.Options{Address: c.Address, Username: c.Username, Password: c.Password, Prefix: c.Prefix, Timeout: c.Timeout, TLS: c.TLS})
+	}
+	t.required.Store(s)
+}
+
+// unready is the admin's Unready: a required store that does not answer.
+func (t *telemetry) unready() string {
+	if s := t.required.Load(); s != nil && !s.Check(context.Background()) {
+		return "store not answering"
+	}
+	return ""
 }
 
 // reportCertificates sets the expiry metric of every certificate the
@@ -349,4 +375,21 @@ func (storeErrors) Collect(ch chan<- prometheus.Metric) {
 	for _, op := range store.Ops {
 		ch <- prometheus.MustNewConstMetric(storeErrorsDesc, prometheus.CounterValue, float64(store.Errors(op)), op)
 	}
+}
+
+// rateLimitDecisions exports gateway's counts as
+// sluice_rate_limit_decisions_total: every limit that was ever built,
+// every decision from zero.
+type rateLimitDecisions struct{}
+
+var rateLimitDecisionsDesc = prometheus.NewDesc("sluice_rate_limit_decisions_total",
+	"Requests a rate_limit decided, by route (SITE/ROUTE) and decision: admit, refuse (429), local_admit and local_refuse (the store failed; on_store_error \"local\" decided), store_error_admit (\"allow\"), store_error_deny (\"deny\", 503).",
+	[]string{"route", "decision"}, nil)
+
+func (rateLimitDecisions) Describe(ch chan<- *prometheus.Desc) { ch <- rateLimitDecisionsDesc }
+
+func (rateLimitDecisions) Collect(ch chan<- prometheus.Metric) {
+	gateway.EachDecisionCount(func(route, decision string, n uint64) {
+		ch <- prometheus.MustNewConstMetric(rateLimitDecisionsDesc, prometheus.CounterValue, float64(n), route, decision)
+	})
 }

@@ -49,6 +49,10 @@ type Options struct {
 	// Ready reports whether the server takes traffic; /readyz answers 503
 	// when it returns false (draining). nil means always ready.
 	Ready func() bool
+	// Unready, when set and Ready is true, names what the server lacks
+	// to serve well ("store lost"); /readyz answers 503 with it. ""
+	// means nothing.
+	Unready func() string
 	// Upgrade replaces the running binary for POST /upgrade (a new
 	// process takes the listeners over and this one drains); it returns
 	// what to tell the caller. nil answers 501. An error wrapped by
@@ -357,6 +361,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.o.Ready != nil && !s.o.Ready() {
 		text(w, http.StatusServiceUnavailable, "draining\n")
 		return
+	}
+	if s.o.Unready != nil {
+		if why := s.o.Unready(); why != "" {
+			text(w, http.StatusServiceUnavailable, why+"\n")
+			return
+		}
 	}
 	text(w, http.StatusOK, "ready\n")
 }

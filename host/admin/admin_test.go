@@ -426,3 +426,29 @@ func TestUnixSocketInherited(t *testing.T) {
 		t.Errorf("the socket is gone after Close: %v", err)
 	}
 }
+
+// TestReadyzUnready: what the server lacks (a required store) turns
+// /readyz to 503 with its name; /healthz stays 200.
+func TestReadyzUnready(t *testing.T) {
+	why := "store not answering"
+	s, err := New(Options{Unready: func() string { return why }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := s.Handler()
+	for _, tt := range []struct {
+		why, path string
+		status    int
+	}{
+		{"store not answering", "/readyz", 503},
+		{"store not answering", "/healthz", 200},
+		{"", "/readyz", 200},
+	} {
+		why = tt.why
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "http://127.0.0.1:2019"+tt.path, nil))
+		if w.Code != tt.status || tt.status == 503 && !strings.Contains(w.Body.String(), tt.why) {
+			t.Errorf("%s with %q: %d %q, want %d", tt.path, tt.why, w.Code, w.Body.String(), tt.status)
+		}
+	}
+}
