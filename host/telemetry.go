@@ -1,12 +1,15 @@
 package host
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"maps"
 	"os"
 	"reflect"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -70,6 +73,8 @@ func newTelemetry(cfg *config.Config, log *slog.Logger) (t *telemetry, err error
 	t.shutdownDelay.Store(int64(cfg.Server.ShutdownDelay))
 	store.SetLog(log)
 	t.watchStore(cfg)
+	b := currentBuild()
+	log.Info("starting sluice", "version", b.Version, "commit", b.Commit, "go", b.GoVersion)
 	defer func() {
 		if err != nil {
 			_ = t.close(context.Background())
@@ -79,7 +84,7 @@ func newTelemetry(cfg *config.Config, log *slog.Logger) (t *telemetry, err error
 	tc := cfg.Telemetry
 	if cfg.Admin != nil && tc.Metrics.Prometheus {
 		t.metrics = observe.NewMetrics()
-		t.metrics.Registry().MustRegister(storeErrors{}, rateLimitDecisions{})
+		t.metrics.Registry().MustRegister(storeErrors{}, rateLimitDecisions{}, buildInfo())
 	}
 	if tr := tc.Traces; tr != nil {
 		if t.tracing, err = observe.NewTracing(observe.TracingOptions{
@@ -205,6 +210,9 @@ func (t *telemetry) startAdmin(o admin.Options, certs func() []tlsconf.Certifica
 	}
 	o.Listen, o.Token, o.Log = a.Listen, a.Token, t.log
 	o.Unready = t.unready
+	if cfg := o.Config; cfg != nil {
+		o.Config = func() any { return withBuild{cfg()} }
+	}
 	if m, err := strconv.ParseUint(a.SocketMode, 8, 32); err == nil {
 		o.SocketMode = os.FileMode(m) // checked by config
 	}
@@ -360,6 +368,87 @@ func (i *Instance) AdminAddr() string { return i.tel.adminAddr() }
 // ReopenLogs reopens the access log file: call it on SIGUSR1, after the
 // log rotator renamed the file.
 func (i *Instance) ReopenLogs() error { return i.tel.reopen() }
+
+// Build names the running binary: sluice_build_info, the start-up log
+// line and /config's "build" show it.
+type Build struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit"`
+	GoVersion string `json:"go_version"`
+}
+
+var running atomic.Pointer[Build]
+
+// SetBuild records the binary's version and commit (cmd/sluice: its
+// link-time flags, else what Go recorded in it); "" leaves "dev" and
+// "unknown". Call it before Start.
+func SetBuild(version, commit string) {
+	running.Store(&Build{Version: version, Commit: commit, GoVersion: runtime.Version()})
+}
+
+func currentBuild() Build {
+	b := Build{GoVersion: runtime.Version()}
+	if p := running.Load(); p != nil {
+		b = *p
+	}
+	if b.Version == "" {
+		b.Version = "dev"
+	}
+	if b.Commit == "" {
+		b.Commit = "unknown"
+	}
+	return b
+}
+
+// buildInfo is sluice_build_info: 1, labelled with the build (as
+// Prometheus's own prometheus_build_info), so that a dashboard can show
+// what runs where and join it to other series.
+func buildInfo() prometheus.Collector {
+	b := currentBuild()
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "sluice_build_info",
+		Help:        "The running binary: 1, labelled with its version, commit and Go version.",
+		ConstLabels: prometheus.Labels{"version": b.Version, "commit": b.Commit, "goversion": b.GoVersion},
+	})
+	g.Set(1)
+	return g
+}
+
+// withBuild is /config's value: the config with the build first.
+type withBuild struct{ v any }
+
+func (w withBuild) JSON() ([]byte, error) {
+	var inner []byte
+	var err error
+	if j, ok := w.v.(interface{ JSON() ([]byte, error) }); ok {
+		inner, err = j.JSON()
+	} else {
+		inner, err = json.Marshal(w.v)
+	}
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(currentBuild())
+	if err != nil {
+		return nil, err
+	}
+	inner = bytes.TrimSpace(inner)
+	var raw []byte
+	switch {
+	case len(inner) >= 2 && inner[0] == '{' && len(bytes.TrimSpace(inner[1:len(inner)-1])) == 0:
+		raw = append(append([]byte(`{"build":`), b...), '}')
+	case len(inner) >= 2 && inner[0] == '{':
+		raw = append(append(append([]byte(`{"build":`), b...), ','), inner[1:]...)
+	default:
+		return inner, nil // not an object: as it is
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, raw, "", "  "); err != nil {
+		return nil, err
+	}
+	out.WriteByte('\n')
+	return out.Bytes(), nil
+}
 
 // storeErrors exports store.Errors as sluice_store_errors_total, one
 // series per operation, all present from the start.

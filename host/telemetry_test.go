@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -467,5 +468,60 @@ site "u.test" {
 	}
 	if got := inst.AdminAddr(); got != sock {
 		t.Errorf("AdminAddr %q, want %q", got, sock)
+	}
+}
+
+// TestBuildEverywhere: the version and commit SetBuild records show in
+// sluice_build_info, in /config's "build" and in the start-up log line.
+func TestBuildEverywhere(t *testing.T) {
+	SetBuild("v9.9.9", "abc123def")
+	defer SetBuild("", "")
+	dir := t.TempDir()
+	aport := freePort(t)
+	src := fmt.Sprintf(`
+admin {
+  listen = "127.0.0.1:%d"
+}
+site "v.test" {
+  listen = ["127.0.0.1:%d"]
+  route "/" {
+    respond { body = "hi" }
+  }
+}
+`, aport, freePort(t))
+	path := filepath.Join(dir, "sluice.hcl")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	var mu sync.Mutex
+	inst, err := Start(InstanceOptions{Path: path, Log: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Shutdown(context.Background())
+	c := &http.Client{Timeout: 5 * time.Second}
+	admin := fmt.Sprintf("http://127.0.0.1:%d", aport)
+	_, metrics := tget(t, c, admin+"/metrics")
+	want := fmt.Sprintf(`sluice_build_info{commit="abc123def",goversion=%q,version="v9.9.9"} 1`, goruntime.Version())
+	if !strings.Contains(metrics, want) {
+		t.Errorf("/metrics lacks %s:\n%s", want, grepLines(metrics, "sluice_build_info"))
+	}
+	_, body := tget(t, c, admin+"/config")
+	var cfg struct {
+		Build Build `json:"build"`
+		Sites []any `json:"sites"`
+	}
+	if err := json.Unmarshal([]byte(body), &cfg); err != nil {
+		t.Fatalf("/config: %v\n%s", err, body)
+	}
+	if cfg.Build.Version != "v9.9.9" || cfg.Build.Commit != "abc123def" || cfg.Build.GoVersion != goruntime.Version() || len(cfg.Sites) != 1 {
+		t.Errorf("/config build %+v, %d sites", cfg.Build, len(cfg.Sites))
+	}
+	mu.Lock()
+	out := logs.String()
+	mu.Unlock()
+	if !strings.Contains(out, `msg="starting sluice" version=v9.9.9 commit=abc123def go=`+goruntime.Version()) {
+		t.Errorf("no start-up line with the build:\n%s", out)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -129,6 +130,8 @@ func displayAddr(a string) string {
 // It takes the sockets passed by systemd or by the sluice it replaces,
 // and tells both when it serves (sd_notify READY=1).
 func run(opts host.InstanceOptions, log *slog.Logger) int {
+	bi, _ := debug.ReadBuildInfo()
+	host.SetBuild(resolveVersion(version, commit, bi))
 	socks, err := handover.FromEnv()
 	if err != nil {
 		log.Warn("inherited sockets", "error", err)
