@@ -8,6 +8,9 @@ FUZZTIME  ?= 20s
 BENCHTIME ?= 1s
 VERSION   ?= $(shell git describe --tags --dirty 2>/dev/null || echo dev)
 COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null)
+# make run's ports.
+PORT  ?= 8080
+ADMIN ?= 2019
 
 .DEFAULT_GOAL := help
 
@@ -20,9 +23,16 @@ build: ## build bin/sluice
 	$(GO) build -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o $(BIN) ./cmd/sluice
 
 .PHONY: run
-run: build ## serve examples/quickstart on http://127.0.0.1:8080
-	@echo "sluice: serving examples/quickstart on http://127.0.0.1:8080 (Ctrl-C stops)"
-	cd examples/quickstart && ../../$(BIN) serve -c sluice.hcl
+run: build quickstart-config ## serve examples/quickstart on http://127.0.0.1:8080 (PORT=, ADMIN= for other ports)
+	@echo "sluice: serving examples/quickstart on http://127.0.0.1:$(PORT), admin on 127.0.0.1:$(ADMIN) (Ctrl-C stops)"
+	cd examples/quickstart && ../../$(BIN) serve -c .run.hcl
+
+# examples/quickstart/.run.hcl is sluice.hcl on PORT and ADMIN, beside it
+# so that its relative paths hold (TestMakeRunPorts).
+.PHONY: quickstart-config
+quickstart-config:
+	@sed -e 's/"127\.0\.0\.1:8080"/"127.0.0.1:$(PORT)"/' -e 's/"127\.0\.0\.1:2019"/"127.0.0.1:$(ADMIN)"/' \
+	  examples/quickstart/sluice.hcl > examples/quickstart/.run.hcl
 
 .PHONY: test
 # Guest modules (SDK, Go filters, examples) are modules of their own.

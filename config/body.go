@@ -23,7 +23,7 @@ type decoder struct {
 	filterNames []string
 	meta        map[*Site]*siteMeta
 	reported    map[string]bool
-	hasStore    bool // the config has a store block: rate limits default to on_store_error "allow"
+	hasStore    bool // the config has a store block: rate limits default to on_store_error "local"
 }
 
 func (d *decoder) errorf(rng hcl.Range, summary, format string, args ...any) {

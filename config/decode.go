@@ -100,14 +100,30 @@ func defaultTelemetry() Telemetry {
 }
 
 func (d *decoder) admin(blk *hcl.Block) *Admin {
-	b := d.content(blk.Body, "admin", blk.DefRange, []string{"listen", "token"})
+	b := d.content(blk.Body, "admin", blk.DefRange, []string{"listen", "token", "socket_mode"})
 	a := &Admin{Listen: "127.0.0.1:2019", Range: blk.DefRange}
+	unix := false
 	if b.str("listen", &a.Listen) {
-		if err := checkListenAddr(a.Listen); err != nil {
+		if path, ok := strings.CutPrefix(a.Listen, "unix/"); ok {
+			unix = true
+			if !strings.HasPrefix(path, "/") {
+				d.errorf(b.rng("listen"), "Invalid listen address", "%q names no absolute socket path; write \"unix//run/sluice/admin.sock\".", a.Listen)
+			}
+		} else if err := checkListenAddr(a.Listen); err != nil {
 			d.errorf(b.rng("listen"), "Invalid listen address", "%s.", err)
 		}
 	}
 	b.str("token", &a.Token)
+	if b.str("socket_mode", &a.SocketMode) {
+		mode := a.SocketMode
+		m, err := strconv.ParseUint(mode, 8, 32)
+		switch {
+		case !unix:
+			d.errorf(b.rng("socket_mode"), "Invalid socket_mode", "socket_mode applies to a unix socket (listen = \"unix/PATH\"), not to %q.", a.Listen)
+		case err != nil || m > 0o777 || m == 0:
+			d.errorf(b.rng("socket_mode"), "Invalid socket_mode", "socket_mode %q is not a file mode in octal from \"0001\" to \"0777\", like \"0600\".", mode)
+		}
+	}
 	return a
 }
 
@@ -118,7 +134,7 @@ func (d *decoder) store(blk *hcl.Block) *Store {
 		d.errorf(blk.LabelRanges[0], "Unknown store", "store %q is not a kind sluice knows; the one kind is \"redis\".%s", st.Kind, didYouMean(st.Kind, []string{"redis"}))
 	}
 	b := d.content(blk.Body, fmt.Sprintf("store %q", st.Kind), blk.DefRange,
-		[]string{"address", "username", "password", "prefix", "timeout"}, blockType("tls"))
+		[]string{"address", "username", "password", "prefix", "timeout", "required"}, blockType("tls"))
 	if b.require("address") && b.str("address", &st.Address) {
 		if host, port, err := net.SplitHostPort(st.Address); err != nil || host == "" {
 			d.errorf(b.rng("address"), "Invalid address", "%q is not a host:port, like \"127.0.0.1:6379\".", st.Address)
@@ -130,6 +146,7 @@ func (d *decoder) store(blk *hcl.Block) *Store {
 	b.str("password", &st.Password)
 	b.str("prefix", &st.Prefix)
 	b.duration("timeout", &st.Timeout, true)
+	b.boolean("required", &st.Required)
 	if tb := b.single("tls"); tb != nil {
 		st.TLS = d.clientTLS(tb)
 	}

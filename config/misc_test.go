@@ -211,6 +211,7 @@ func TestSecretsRedacted(t *testing.T) {
 		"acme-secret-password",     // user info of a URL
 		"acme-user",
 		"plain-header-value", // any header_up value
+		"health-secret-key",  // a health check path's query
 	}
 	all, _ := c.JSON()
 	for _, s := range secrets {
@@ -235,6 +236,7 @@ func TestSecretsRedacted(t *testing.T) {
 		`"x-api-key": "(redacted)"`,
 		`"host_header": "(redacted)"`,
 		`"body": "(redacted)"`,
+		`"path": "/healthz?redacted"`,
 	} {
 		if !strings.Contains(string(j), keep) {
 			t.Errorf("/config lacks %s", keep)

@@ -24,7 +24,8 @@ const redacted = "(redacted)"
 //   - every header value: traces headers, proxy header_up and header_down,
 //     respond and static headers (the names stay);
 //   - the user info and the query of every URL (the traces endpoint, the
-//     ACME directory, upstreams), see RedactURL.
+//     ACME directory, upstreams) and of every block's `path` (a health
+//     check's), see RedactURL.
 //
 // File paths (certificate keys included) are not secrets and stay, unless
 // they came from env() or file().
@@ -87,7 +88,9 @@ func redactBlock(v reflect.Value) {
 				if h, ok := fv.Interface().(map[string]string); ok {
 					redactHeaders(h)
 				}
-			case f.has("url") && fv.Kind() == reflect.String:
+			case (f.has("url") || f.name == "path") && fv.Kind() == reflect.String:
+				// A request path (a health check's) may carry a key in
+				// its query as a URL does.
 				fv.SetString(RedactURL(fv.String()))
 			case f.block || f.custom:
 				redactBlock(fv)

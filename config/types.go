@@ -169,8 +169,12 @@ type Listener struct {
 // Admin is the admin listener: the `admin {}` block. It serves /metrics,
 // /healthz, /readyz, POST /reload, /config and /filters.
 type Admin struct {
-	// Listen is the admin address. HCL `listen`, default "127.0.0.1:2019".
+	// Listen is the admin address. HCL `listen`, default "127.0.0.1:2019";
+	// "unix/PATH" ("unix//run/sluice/admin.sock") is a unix socket.
 	Listen string `json:"listen"`
+	// SocketMode is a unix socket's file mode, in octal as written.
+	// HCL `socket_mode`, default "" ("0600"); checked to parse.
+	SocketMode string `json:"socket_mode,omitempty"`
 	// Token, when set, is a bearer token every admin request must carry
 	// (except /healthz and /readyz). HCL `token`, default "" (no token).
 	// Redacted replaces it.
@@ -460,6 +464,10 @@ type Store struct {
 	// Timeout bounds every call to the server, connecting included. HCL
 	// `timeout`, default "250ms".
 	Timeout time.Duration `json:"timeout"`
+	// Required makes /readyz answer 503 while the server does not
+	// answer. HCL `required`, default false (an instance serves without
+	// it: rate limits follow on_store_error).
+	Required bool `json:"required,omitempty"`
 	// Range is the `store` block's header.
 	Range hcl.Range `json:"-"`
 }

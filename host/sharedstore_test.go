@@ -2,9 +2,14 @@ package host
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
+	"net/http"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -175,4 +180,100 @@ func fakeRedis(c net.Conn, reply string) {
 			return
 		}
 	}
+}
+
+// TestSharedStoreOutage: with the store down, a limit with the default
+// on_store_error ("local") still limits, by this instance's buckets; the
+// answers carry the RateLimit headers; every decision is counted; the
+// outage is logged once (not per request); and a store that says
+// required = true turns /readyz to 503.
+func TestSharedStoreOutage(t *testing.T) {
+	dead := freePort(t) // nothing listens there
+	port, aport := freePort(t), freePort(t)
+	src := fmt.Sprintf(`
+admin {
+  listen = "127.0.0.1:%d"
+}
+store "redis" {
+  address  = "127.0.0.1:%d"
+  prefix   = %q
+  required = true
+}
+site "outage.test" {
+  listen = ["127.0.0.1:%d"]
+  route "/" {
+    respond { body = "ok" }
+    rate_limit {
+      rate  = "1/m"
+      burst = 2
+    }
+  }
+}
+`, aport, dead, t.Name()+":", port)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sluice.hcl")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	var mu sync.Mutex
+	inst, err := Start(InstanceOptions{Path: path, Log: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Shutdown(context.Background())
+	c := &http.Client{Timeout: 5 * time.Second}
+	base := fmt.Sprintf("http://127.0.0.1:%d/", port)
+	for i, want := range []struct {
+		status    int
+		rateLimit string
+	}{
+		{200, `"default";r=1;t=60`},
+		{200, `"default";r=0;t=120`},
+		{429, `"default";r=0;t=120`},
+	} {
+		req, _ := http.NewRequest("GET", base, nil)
+		req.Host = "outage.test"
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want.status || resp.Header.Get("RateLimit") != want.rateLimit || resp.Header.Get("RateLimit-Policy") != `"default";q=2;w=120` {
+			t.Errorf("request %d: %d RateLimit %q RateLimit-Policy %q, want %d %q", i, resp.StatusCode, resp.Header.Get("RateLimit"), resp.Header.Get("RateLimit-Policy"), want.status, want.rateLimit)
+		}
+		if want.status == 429 && resp.Header.Get("Retry-After") != "60" {
+			t.Errorf("429 Retry-After %q, want 60", resp.Header.Get("Retry-After"))
+		}
+	}
+	admin := fmt.Sprintf("http://127.0.0.1:%d", aport)
+	if code, body := tget(t, c, admin+"/readyz"); code != 503 || !strings.Contains(body, "store") {
+		t.Errorf("/readyz with a required store down: %d %q, want 503 naming the store", code, body)
+	}
+	_, metrics := tget(t, c, admin+"/metrics")
+	for _, want := range []string{
+		`sluice_rate_limit_decisions_total{decision="local_admit",route="outage.test/"} 2`,
+		`sluice_rate_limit_decisions_total{decision="local_refuse",route="outage.test/"} 1`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s:\n%s", want, grepLines(metrics, "sluice_rate_limit"))
+		}
+	}
+	mu.Lock()
+	out := logs.String()
+	mu.Unlock()
+	if n := strings.Count(out, "store: cannot connect"); n != 1 {
+		t.Errorf("the outage logged %d times, want once:\n%s", n, out)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

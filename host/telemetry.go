@@ -1,11 +1,16 @@
 package host
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"maps"
+	"os"
 	"reflect"
+	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +23,7 @@ import (
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/host/admin"
 	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/gateway"
 	"github.com/sluicehq/sluice/host/observe"
 	"github.com/sluicehq/sluice/host/store"
 	"github.com/sluicehq/sluice/host/tlsconf"
@@ -52,6 +58,9 @@ type telemetry struct {
 	certKeys  map[[2]string]bool
 	stop      chan struct{} // closed by close: stops the refresh
 	stopOnce  sync.Once
+	// required is the serving config's store when it says required =
+	// true: /readyz asks it. nil: readiness does not depend on a store.
+	required atomic.Pointer[store.Store]
 }
 
 // newTelemetry builds the telemetry a config asks for. Nothing listens
@@ -62,6 +71,10 @@ func newTelemetry(cfg *config.Config, log *slog.Logger) (t *telemetry, err error
 	}
 	t = &telemetry{log: log, first: cfg, certEvery: time.Minute, stop: make(chan struct{})}
 	t.shutdownDelay.Store(int64(cfg.Server.ShutdownDelay))
+	store.SetLog(log)
+	t.watchStore(cfg)
+	b := currentBuild()
+	log.Info("starting sluice", "version", b.Version, "commit", b.Commit, "go", b.GoVersion)
 	defer func() {
 		if err != nil {
 			_ = t.close(context.Background())
@@ -71,7 +84,7 @@ func newTelemetry(cfg *config.Config, log *slog.Logger) (t *telemetry, err error
 	tc := cfg.Telemetry
 	if cfg.Admin != nil && tc.Metrics.Prometheus {
 		t.metrics = observe.NewMetrics()
-		t.metrics.Registry().MustRegister(storeErrors{})
+		t.metrics.Registry().MustRegister(storeErrors{}, rateLimitDecisions{}, buildInfo())
 	}
 	if tr := tc.Traces; tr != nil {
 		if t.tracing, err = observe.NewTracing(observe.TracingOptions{
@@ -114,6 +127,7 @@ func (t *telemetry) reloaded(err error) {
 // settings take effect only at start, so a change is logged.
 func (t *telemetry) applied(cfg *config.Config) {
 	t.shutdownDelay.Store(int64(cfg.Server.ShutdownDelay))
+	t.watchStore(cfg)
 	t.reportCertificates()
 	if !reflect.DeepEqual(redactedTelemetry(t.first), redactedTelemetry(cfg)) {
 		t.log.Warn("telemetry and admin settings changed; they take effect at the next restart")
@@ -195,6 +209,13 @@ func (t *telemetry) startAdmin(o admin.Options, certs func() []tlsconf.Certifica
 		return nil
 	}
 	o.Listen, o.Token, o.Log = a.Listen, a.Token, t.log
+	o.Unready = t.unready
+	if cfg := o.Config; cfg != nil {
+		o.Config = func() any { return withBuild{cfg()} }
+	}
+	if m, err := strconv.ParseUint(a.SocketMode, 8, 32); err == nil {
+		o.SocketMode = os.FileMode(m) // checked by config
+	}
 	ready := o.Ready
 	o.Ready = func() bool { return !t.draining.Load() && (ready == nil || ready()) }
 	if t.metrics != nil {
@@ -213,6 +234,24 @@ func (t *telemetry) startAdmin(o admin.Options, certs func() []tlsconf.Certifica
 		go t.refreshCertificates()
 	}
 	return nil
+}
+
+// watchStore makes readiness depend on cfg's store when it says
+// required = true. Open returns the pool the generation uses.
+func (t *telemetry) watchStore(cfg *config.Config) {
+	var s *store.Store
+	if c := cfg.Store; c != nil && c.Required {
+		s, _ = store.Open(store.Options{Address: c.Address, Username: c.Username, Password: c.Password, Prefix: c.Prefix, Timeout: c.Timeout, TLS: c.TLS})
+	}
+	t.required.Store(s)
+}
+
+// unready is the admin's Unready: a required store that does not answer.
+func (t *telemetry) unready() string {
+	if s := t.required.Load(); s != nil && !s.Check(context.Background()) {
+		return "store not answering"
+	}
+	return ""
 }
 
 // reportCertificates sets the expiry metric of every certificate the
@@ -330,6 +369,87 @@ func (i *Instance) AdminAddr() string { return i.tel.adminAddr() }
 // log rotator renamed the file.
 func (i *Instance) ReopenLogs() error { return i.tel.reopen() }
 
+// Build names the running binary: sluice_build_info, the start-up log
+// line and /config's "build" show it.
+type Build struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit"`
+	GoVersion string `json:"go_version"`
+}
+
+var running atomic.Pointer[Build]
+
+// SetBuild records the binary's version and commit (cmd/sluice: its
+// link-time flags, else what Go recorded in it); "" leaves "dev" and
+// "unknown". Call it before Start.
+func SetBuild(version, commit string) {
+	running.Store(&Build{Version: version, Commit: commit, GoVersion: runtime.Version()})
+}
+
+func currentBuild() Build {
+	b := Build{GoVersion: runtime.Version()}
+	if p := running.Load(); p != nil {
+		b = *p
+	}
+	if b.Version == "" {
+		b.Version = "dev"
+	}
+	if b.Commit == "" {
+		b.Commit = "unknown"
+	}
+	return b
+}
+
+// buildInfo is sluice_build_info: 1, labelled with the build (as
+// Prometheus's own prometheus_build_info), so that a dashboard can show
+// what runs where and join it to other series.
+func buildInfo() prometheus.Collector {
+	b := currentBuild()
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "sluice_build_info",
+		Help:        "The running binary: 1, labelled with its version, commit and Go version.",
+		ConstLabels: prometheus.Labels{"version": b.Version, "commit": b.Commit, "goversion": b.GoVersion},
+	})
+	g.Set(1)
+	return g
+}
+
+// withBuild is /config's value: the config with the build first.
+type withBuild struct{ v any }
+
+func (w withBuild) JSON() ([]byte, error) {
+	var inner []byte
+	var err error
+	if j, ok := w.v.(interface{ JSON() ([]byte, error) }); ok {
+		inner, err = j.JSON()
+	} else {
+		inner, err = json.Marshal(w.v)
+	}
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(currentBuild())
+	if err != nil {
+		return nil, err
+	}
+	inner = bytes.TrimSpace(inner)
+	var raw []byte
+	switch {
+	case len(inner) >= 2 && inner[0] == '{' && len(bytes.TrimSpace(inner[1:len(inner)-1])) == 0:
+		raw = append(append([]byte(`{"build":`), b...), '}')
+	case len(inner) >= 2 && inner[0] == '{':
+		raw = append(append(append([]byte(`{"build":`), b...), ','), inner[1:]...)
+	default:
+		return inner, nil // not an object: as it is
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, raw, "", "  "); err != nil {
+		return nil, err
+	}
+	out.WriteByte('\n')
+	return out.Bytes(), nil
+}
+
 // storeErrors exports store.Errors as sluice_store_errors_total, one
 // series per operation, all present from the start.
 type storeErrors struct{}
@@ -344,4 +464,21 @@ func (storeErrors) Collect(ch chan<- prometheus.Metric) {
 	for _, op := range store.Ops {
 		ch <- prometheus.MustNewConstMetric(storeErrorsDesc, prometheus.CounterValue, float64(store.Errors(op)), op)
 	}
+}
+
+// rateLimitDecisions exports gateway's counts as
+// sluice_rate_limit_decisions_total: every limit that was ever built,
+// every decision from zero.
+type rateLimitDecisions struct{}
+
+var rateLimitDecisionsDesc = prometheus.NewDesc("sluice_rate_limit_decisions_total",
+	"Requests a rate_limit decided, by route (SITE/ROUTE) and decision: admit, refuse (429), local_admit and local_refuse (the store failed; on_store_error \"local\" decided), store_error_admit (\"allow\"), store_error_deny (\"deny\", 503).",
+	[]string{"route", "decision"}, nil)
+
+func (rateLimitDecisions) Describe(ch chan<- *prometheus.Desc) { ch <- rateLimitDecisionsDesc }
+
+func (rateLimitDecisions) Collect(ch chan<- prometheus.Metric) {
+	gateway.EachDecisionCount(func(route, decision string, n uint64) {
+		ch <- prometheus.MustNewConstMetric(rateLimitDecisionsDesc, prometheus.CounterValue, float64(n), route, decision)
+	})
 }

@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -427,4 +429,99 @@ func grepLines(s, substr string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestAdminUnixSocketConfig: `listen = "unix/PATH"` with a socket_mode
+// serves the admin API on a socket of that mode, and nothing on TCP.
+func TestAdminUnixSocketConfig(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "admin.sock")
+	src := fmt.Sprintf(`
+admin {
+  listen      = "unix/%s"
+  socket_mode = "0640"
+}
+site "u.test" {
+  listen = ["127.0.0.1:%d"]
+  route "/" {
+    respond { body = "hi" }
+  }
+}
+`, sock, freePort(t))
+	path := filepath.Join(dir, "sluice.hcl")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := Start(InstanceOptions{Path: path, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Shutdown(context.Background())
+	if fi, err := os.Lstat(sock); err != nil || fi.Mode().Type() != os.ModeSocket || fi.Mode().Perm() != 0o640 {
+		t.Fatalf("admin socket: %v %v, want a socket of mode 0640", fi, err)
+	}
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	if code, _ := tget(t, c, "http://localhost/healthz"); code != 200 {
+		t.Errorf("/healthz over the socket: %d", code)
+	}
+	if got := inst.AdminAddr(); got != sock {
+		t.Errorf("AdminAddr %q, want %q", got, sock)
+	}
+}
+
+// TestBuildEverywhere: the version and commit SetBuild records show in
+// sluice_build_info, in /config's "build" and in the start-up log line.
+func TestBuildEverywhere(t *testing.T) {
+	SetBuild("v9.9.9", "abc123def")
+	defer SetBuild("", "")
+	dir := t.TempDir()
+	aport := freePort(t)
+	src := fmt.Sprintf(`
+admin {
+  listen = "127.0.0.1:%d"
+}
+site "v.test" {
+  listen = ["127.0.0.1:%d"]
+  route "/" {
+    respond { body = "hi" }
+  }
+}
+`, aport, freePort(t))
+	path := filepath.Join(dir, "sluice.hcl")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	var mu sync.Mutex
+	inst, err := Start(InstanceOptions{Path: path, Log: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Shutdown(context.Background())
+	c := &http.Client{Timeout: 5 * time.Second}
+	admin := fmt.Sprintf("http://127.0.0.1:%d", aport)
+	_, metrics := tget(t, c, admin+"/metrics")
+	want := fmt.Sprintf(`sluice_build_info{commit="abc123def",goversion=%q,version="v9.9.9"} 1`, goruntime.Version())
+	if !strings.Contains(metrics, want) {
+		t.Errorf("/metrics lacks %s:\n%s", want, grepLines(metrics, "sluice_build_info"))
+	}
+	_, body := tget(t, c, admin+"/config")
+	var cfg struct {
+		Build Build `json:"build"`
+		Sites []any `json:"sites"`
+	}
+	if err := json.Unmarshal([]byte(body), &cfg); err != nil {
+		t.Fatalf("/config: %v\n%s", err, body)
+	}
+	if cfg.Build.Version != "v9.9.9" || cfg.Build.Commit != "abc123def" || cfg.Build.GoVersion != goruntime.Version() || len(cfg.Sites) != 1 {
+		t.Errorf("/config build %+v, %d sites", cfg.Build, len(cfg.Sites))
+	}
+	mu.Lock()
+	out := logs.String()
+	mu.Unlock()
+	if !strings.Contains(out, `msg="starting sluice" version=v9.9.9 commit=abc123def go=`+goruntime.Version()) {
+		t.Errorf("no start-up line with the build:\n%s", out)
+	}
 }

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/config"
 )
 
 // TestMain lets a test run this binary as sluice itself: with
@@ -215,5 +217,30 @@ func TestHelpAndVersion(t *testing.T) {
 		if out.Len() == 0 {
 			t.Errorf("sluice %v: no output", args)
 		}
+	}
+}
+
+// TestMakeRunPorts: make run's PORT and ADMIN land in the config it
+// serves (examples/quickstart/.run.hcl), which still loads.
+func TestMakeRunPorts(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	root, _ := filepath.Abs("../..")
+	out := filepath.Join(root, "examples/quickstart/.run.hcl")
+	t.Cleanup(func() { os.Remove(out) })
+	cmd := exec.Command("make", "-s", "-C", root, "quickstart-config", "PORT=18080", "ADMIN=12019")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make quickstart-config: %v\n%s", err, b)
+	}
+	cfg, diags := config.Load(out)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if len(cfg.Listeners) != 1 || cfg.Listeners[0].Address != "127.0.0.1:18080" {
+		t.Errorf("listeners %+v, want 127.0.0.1:18080", cfg.Listeners)
+	}
+	if cfg.Admin == nil || cfg.Admin.Listen != "127.0.0.1:12019" {
+		t.Errorf("admin %+v, want 127.0.0.1:12019", cfg.Admin)
 	}
 }

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -130,6 +130,8 @@ func displayAddr(a string) string {
 // It takes the sockets passed by systemd or by the sluice it replaces,
 // and tells both when it serves (sd_notify READY=1).
 func run(opts host.InstanceOptions, log *slog.Logger) int {
+	bi, _ := debug.ReadBuildInfo()
+	host.SetBuild(resolveVersion(version, commit, bi))
 	socks, err := handover.FromEnv()
 	if err != nil {
 		log.Warn("inherited sockets", "error", err)
@@ -313,33 +315,16 @@ func cmdFmt(args []string) int {
 }
 
 func cmdReload(args []string) int {
-	fs := newFlags("reload", "[--admin ADDR]", "Ask a running server to reload its config (POST /reload on its admin listener).")
-	admin := fs.String("admin", "127.0.0.1:2019", "admin listener `address`")
-	token := fs.String("token", os.Getenv("SLUICE_ADMIN_TOKEN"), "admin bearer `token` (default $SLUICE_ADMIN_TOKEN)")
+	fs := newFlags("reload", "[-c FILE.hcl | --admin ADDR] [--token TOKEN]", "Ask a running server to reload its config (POST /reload on its admin listener).\nWith -c, the admin address and token are the config's.")
+	a := newAdminFlags(fs)
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
 	}
-	req, err := http.NewRequest(http.MethodPost, "http://"+*admin+"/reload", nil)
-	if err != nil {
+	if err := a.resolve(); err != nil {
 		fmt.Fprintln(os.Stderr, "sluice reload:", err)
 		return 1
 	}
-	if *token != "" {
-		req.Header.Set("Authorization", "Bearer "+*token)
-	}
-	resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "sluice reload:", err)
-		return 1
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(os.Stderr, "sluice reload: %s\n%s", resp.Status, body)
-		return 1
-	}
-	fmt.Fprintf(os.Stderr, "%s", body)
-	return 0
+	return adminPost("reload", *a.addr, *a.token, "/reload", 60*time.Second)
 }
 
 // validateFilters loads every filter as serving would (compile, then one

@@ -15,7 +15,7 @@ import (
 )
 
 func cmdUpgrade(args []string) int {
-	fs := newFlags("upgrade", "[--admin ADDR] [--pid PID | --pid-file FILE]", `Replace a running server's binary without refusing a connection (as
+	fs := newFlags("upgrade", "[-c FILE.hcl | --admin ADDR] [--token TOKEN] [--pid PID | --pid-file FILE]", `Replace a running server's binary without refusing a connection (as
 nginx on SIGUSR2): it starts the binary at its path again (replace the
 file first), hands it the listening sockets, waits until it serves, then
 drains; long-lived connections run on the old process until its
@@ -23,9 +23,9 @@ server.shutdown_timeout. A new binary that fails to start, or is not
 ready in time, is stopped and the old one keeps serving.
 By default through the admin API (POST /upgrade), which waits for the
 outcome and reports it; with --pid or --pid-file it sends SIGUSR2, and
-the outcome is in the server's log.`)
-	admin := fs.String("admin", "127.0.0.1:2019", "admin listener `address`")
-	token := fs.String("token", os.Getenv("SLUICE_ADMIN_TOKEN"), "admin bearer `token` (default $SLUICE_ADMIN_TOKEN)")
+the outcome is in the server's log. With -c, the admin address and token
+are the config's.`)
+	a := newAdminFlags(fs)
 	pid := fs.Int("pid", 0, "signal this process `id` instead of using the admin API")
 	pidPath := fs.String("pid-file", "", "signal the process whose id is in `file` (serve --pid-file)")
 	if rc := parse(fs, args); rc >= 0 {
@@ -49,51 +49,42 @@ the outcome is in the server's log.`)
 		fmt.Fprintf(os.Stderr, "sent SIGUSR2 to pid %d; its log tells the outcome\n", *pid)
 		return 0
 	}
-	req, err := http.NewRequest(http.MethodPost, "http://"+*admin+"/upgrade", nil)
-	if err != nil {
+	if err := a.resolve(); err != nil {
 		fmt.Fprintln(os.Stderr, "sluice upgrade:", err)
 		return 1
-	}
-	if *token != "" {
-		req.Header.Set("Authorization", "Bearer "+*token)
 	}
 	// The server waits for the new process (host.DefaultUpgradeTimeout).
-	resp, err := (&http.Client{Timeout: 90 * time.Second}).Do(req)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "sluice upgrade:", err)
-		return 1
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(os.Stderr, "sluice upgrade: %s\n%s", resp.Status, body)
-		return 1
-	}
-	fmt.Fprintf(os.Stderr, "%s", body)
-	return 0
+	return adminPost("upgrade", *a.addr, *a.token, "/upgrade", 90*time.Second)
 }
 
 func cmdHealth(args []string) int {
 	fs := newFlags("health", "[--admin ADDR | --url URL]", `Exit 0 when a running server answers its admin /healthz (or URL) with
 200, else 1: a health check for images without curl (HEALTHCHECK).`)
-	admin := fs.String("admin", "127.0.0.1:2019", "admin listener `address`")
+	admin := fs.String("admin", "127.0.0.1:2019", "admin listener `address` (host:port, or unix/PATH for a unix socket)")
 	url := fs.String("url", "", "check this `URL` instead of the admin /healthz")
 	timeout := fs.Duration("timeout", 5*time.Second, "give up after `duration`")
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
 	}
+	what, status := *url, 0
+	var err error
 	if *url == "" {
-		*url = "http://" + *admin + "/healthz"
+		what = *admin + " /healthz"
+		status, _, err = adminCall(*admin, "", http.MethodGet, "/healthz", *timeout)
+	} else {
+		var resp *http.Response
+		if resp, err = (&http.Client{Timeout: *timeout}).Get(*url); err == nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			resp.Body.Close()
+			status = resp.StatusCode
+		}
 	}
-	resp, err := (&http.Client{Timeout: *timeout}).Get(*url)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sluice health:", err)
 		return 1
 	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(os.Stderr, "sluice health: %s: %s\n", *url, resp.Status)
+	if status != http.StatusOK {
+		fmt.Fprintf(os.Stderr, "sluice health: %s: %d %s\n", what, status, http.StatusText(status))
 		return 1
 	}
 	return 0

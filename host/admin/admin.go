@@ -2,13 +2,17 @@ package admin
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,7 +23,13 @@ import (
 type Options struct {
 	// Listen is the address to listen on ("127.0.0.1:2019"); "" means
 	// "127.0.0.1:2019". Port 0 picks a free port (see Server.Addr).
+	// "unix/PATH" (as Caddy writes it: "unix//run/sluice/admin.sock")
+	// is a unix socket at PATH, which only users that may write to it
+	// can reach (SocketMode).
 	Listen string
+	// SocketMode is the unix socket's file mode; 0 means 0600 (the
+	// server's user only).
+	SocketMode os.FileMode
 	// Token, when set, must be sent as "Authorization: Bearer TOKEN" on
 	// every request except /healthz and /readyz.
 	Token string
@@ -39,6 +49,10 @@ type Options struct {
 	// Ready reports whether the server takes traffic; /readyz answers 503
 	// when it returns false (draining). nil means always ready.
 	Ready func() bool
+	// Unready, when set and Ready is true, names what the server lacks
+	// to serve well ("store lost"); /readyz answers 503 with it. ""
+	// means nothing.
+	Unready func() string
 	// Upgrade replaces the running binary for POST /upgrade (a new
 	// process takes the listeners over and this one drains); it returns
 	// what to tell the caller. nil answers 501. An error wrapped by
@@ -73,8 +87,15 @@ func New(o Options) (*Server, error) {
 	if o.Listen == "" {
 		o.Listen = DefaultListen
 	}
-	if _, _, err := net.SplitHostPort(o.Listen); err != nil {
+	if path, ok := UnixPath(o.Listen); ok {
+		if path == "" {
+			return nil, fmt.Errorf("admin: listen %q: no socket path", o.Listen)
+		}
+	} else if _, _, err := net.SplitHostPort(o.Listen); err != nil {
 		return nil, fmt.Errorf("admin: listen %q: %w", o.Listen, err)
+	}
+	if o.SocketMode == 0 {
+		o.SocketMode = 0o600
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
@@ -150,8 +171,22 @@ func (s *Server) Start() error {
 	ln := s.o.Listener
 	if ln == nil {
 		var err error
-		if ln, err = net.Listen("tcp", s.o.Listen); err != nil {
+		if path, ok := UnixPath(s.o.Listen); ok {
+			ln, err = listenUnix(path, s.o.SocketMode)
+		} else {
+			ln, err = net.Listen("tcp", s.o.Listen)
+		}
+		if err != nil {
 			return fmt.Errorf("admin: %w", err)
+		}
+	}
+	if u, ok := ln.(*net.UnixListener); ok {
+		// An inherited socket: it outlives this process's listener (a
+		// successor serves the same file), and it is known by its path,
+		// not by the private name it was bound under.
+		u.SetUnlinkOnClose(false)
+		if path, ok := UnixPath(s.o.Listen); ok {
+			ln = renamed{u, &net.UnixAddr{Name: path, Net: "unix"}}
 		}
 	}
 	s.ln, s.done = ln, make(chan struct{})
@@ -170,9 +205,62 @@ func (s *Server) Start() error {
 }
 
 func loopback(a net.Addr) bool {
-	t, ok := a.(*net.TCPAddr)
-	return ok && t.IP.IsLoopback()
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		return a.IP.IsLoopback()
+	case *net.UnixAddr:
+		return true // its file mode decides who reaches it
+	}
+	return false
 }
+
+// UnixPath returns the socket path of a "unix/PATH" listen address.
+func UnixPath(listen string) (string, bool) {
+	return strings.CutPrefix(listen, "unix/")
+}
+
+// listenUnix listens on a unix socket at path with the given mode. The
+// socket is bound under a private name beside path, given its mode and
+// only then renamed into place, so no one connects in the moment before
+// the mode is set (whatever the umask). A socket already at path is
+// replaced unless a server answers on it; any other file is left alone.
+func listenUnix(path string, mode os.FileMode) (net.Listener, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode().Type() != os.ModeSocket {
+			return nil, fmt.Errorf("unix socket %q: a file that is not a socket is there", path)
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("unix socket %q: another server answers on it", path)
+		}
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+"."+hex.EncodeToString(b[:]))
+	ln, err := net.Listen("unix", tmp)
+	if err != nil {
+		return nil, err
+	}
+	u := ln.(*net.UnixListener)
+	u.SetUnlinkOnClose(false)
+	if err = os.Chmod(tmp, mode); err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		ln.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("unix socket %q: %w", path, err)
+	}
+	return renamed{u, &net.UnixAddr{Name: path, Net: "unix"}}, nil
+}
+
+// renamed is a unix listener known by the path it was renamed to.
+type renamed struct {
+	*net.UnixListener
+	addr *net.UnixAddr
+}
+
+func (r renamed) Addr() net.Addr { return r.addr }
 
 // Conn returns the listening socket, to hand over to a successor
 // process; nil before Start or when it is not a socket.
@@ -273,6 +361,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.o.Ready != nil && !s.o.Ready() {
 		text(w, http.StatusServiceUnavailable, "draining\n")
 		return
+	}
+	if s.o.Unready != nil {
+		if why := s.o.Unready(); why != "" {
+			text(w, http.StatusServiceUnavailable, why+"\n")
+			return
+		}
 	}
 	text(w, http.StatusOK, "ready\n")
 }

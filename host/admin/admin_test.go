@@ -1,14 +1,18 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 type jsonValue struct{}
@@ -309,5 +313,142 @@ func TestRebindingOverTCP(t *testing.T) {
 	}
 	if got := post("", ""); got != 200 || reloads.Load() != 1 {
 		t.Errorf("local client: %d, %d reloads; want 200 and one", got, reloads.Load())
+	}
+}
+
+// TestUnixSocket: "unix/PATH" serves the API on a unix socket whose mode
+// is set before anyone can connect (0600 by default), never in the
+// place of a file that is not a socket nor of a socket that answers;
+// one left by a server that stopped is replaced.
+func TestUnixSocket(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "admin.sock")
+	var reloads atomic.Int32
+	start := func(mode os.FileMode) (*Server, error) {
+		s, err := New(Options{Listen: "unix/" + path, SocketMode: mode, Reload: func() error { reloads.Add(1); return nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, s.Start()
+	}
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", path)
+	}}, Timeout: 5 * time.Second}
+	post := func() int {
+		resp, err := client.Post("http://localhost/reload", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+
+	s, err := start(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode().Type() != os.ModeSocket || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket: %v %v, want a socket of mode 0600", fi.Mode(), err)
+	}
+	if got := s.Addr().String(); got != path {
+		t.Errorf("Addr %q, want %q", got, path)
+	}
+	if got := post(); got != 200 || reloads.Load() != 1 {
+		t.Errorf("reload over the socket: %d, %d reloads", got, reloads.Load())
+	}
+	if _, err := start(0); err == nil {
+		t.Error("a second server took a socket that answers")
+	}
+	s.Close()
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("the directory holds %d entries, want the socket alone", len(entries))
+	}
+
+	// A server that stopped left its socket: the next one replaces it.
+	s, err = start(0o660)
+	if err != nil {
+		t.Fatalf("over a stale socket: %v", err)
+	}
+	if fi, _ := os.Lstat(path); fi.Mode().Perm() != 0o660 {
+		t.Errorf("mode %v, want 0660", fi.Mode().Perm())
+	}
+	if got := post(); got != 200 {
+		t.Errorf("reload over the new socket: %d", got)
+	}
+	s.Close()
+
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := start(0); err == nil {
+		t.Error("a server replaced a file that is not a socket")
+	}
+	if b, _ := os.ReadFile(path); string(b) != "keep" {
+		t.Errorf("the file holds %q", b)
+	}
+}
+
+// TestUnixSocketInherited: a socket handed over by the process this one
+// replaced keeps its path as its name, and closing it leaves the file
+// for whoever serves it next.
+func TestUnixSocketInherited(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "admin.sock")
+	first, err := listenUnix(path, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := first.(renamed).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	ln, err := net.FileListener(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{Listen: "unix/" + path, Listener: ln})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Addr().String(); got != path {
+		t.Errorf("Addr %q, want %q", got, path)
+	}
+	s.Close()
+	if _, err := os.Lstat(path); err != nil {
+		t.Errorf("the socket is gone after Close: %v", err)
+	}
+}
+
+// TestReadyzUnready: what the server lacks (a required store) turns
+// /readyz to 503 with its name; /healthz stays 200.
+func TestReadyzUnready(t *testing.T) {
+	why := "store not answering"
+	s, err := New(Options{Unready: func() string { return why }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := s.Handler()
+	for _, tt := range []struct {
+		why, path string
+		status    int
+	}{
+		{"store not answering", "/readyz", 503},
+		{"store not answering", "/healthz", 200},
+		{"", "/readyz", 200},
+	} {
+		why = tt.why
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "http://127.0.0.1:2019"+tt.path, nil))
+		if w.Code != tt.status || tt.status == 503 && !strings.Contains(w.Body.String(), tt.why) {
+			t.Errorf("%s with %q: %d %q, want %d", tt.path, tt.why, w.Code, w.Body.String(), tt.status)
+		}
 	}
 }

@@ -53,6 +53,6 @@ func (r *RateLimit) DecodeHCL(b *config.Body) {
 		}
 	}
 	if r.OnStoreError == "" && b.HasStore() {
-		r.OnStoreError = "allow"
+		r.OnStoreError = "local"
 	}
 }

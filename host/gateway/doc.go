@@ -16,7 +16,13 @@
 // With RateLimit.Shared set (a `store` in the config), the buckets live
 // in that store, shared by every instance, and the limiter keeps only a
 // local allowance per key (see host/RATIONALE.md); a request whose limit
-// cannot be checked is decided by RateLimit.OnStoreError (503 or admit).
+// cannot be checked is decided by RateLimit.OnStoreError: this
+// instance's own buckets ("local", a config's default), 503 or admit.
+//
+// Every answer of a limited route carries RateLimit-Policy and, where
+// the instance knows the count, RateLimit (the IETF httpapi draft); a
+// refusal carries Retry-After. Each decision is counted by the limit's
+// name (EachDecisionCount: sluice_rate_limit_decisions_total).
 //
 // The `rate_limit {}` block of a route decodes into RateLimit (its hcl
 // tags are the schema, RateLimitDefaults the defaults, its doc tags the

@@ -26,12 +26,12 @@ func Wrap(next exchange.Handler, l *Limiter, a *ACL) exchange.Handler {
 			return errForbidden
 		}
 		if l != nil {
-			switch v, wait := l.Decide(x); v {
+			d := l.Check(x)
+			l.setHeaders(x, d)
+			switch d.Verdict {
 			case Over:
-				x.SetResponseHeader("Retry-After", retryAfter(wait))
 				return errTooMany
 			case Unavailable:
-				x.SetResponseHeader("Retry-After", retryAfter(wait))
 				return errNoStore
 			}
 		}

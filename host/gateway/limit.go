@@ -55,10 +55,11 @@ type RateLimit struct {
 	// of 10 ms), at least 1, at most a quarter of Burst and 100. See RATIONALE.md,
 	// "Why may a global rate limit admit a little more than its rate?".
 	Allowance int
-	// OnStoreError decides requests while Shared cannot be asked: "deny"
-	// refuses them (503), "allow" (a config's default with a store) or ""
-	// admits them.
-	OnStoreError string `hcl:"on_store_error,oneof=allow|deny" json:"on_store_error,omitempty" default:"|\"allow\"|" doc:"with a [|store|](#store): |\"allow\"| admits requests while Redis cannot be asked, |\"deny\"| answers them 503 with |Retry-After: 1|; either way for 100 ms after a failure before asking again"`
+	// OnStoreError decides requests while Shared cannot be asked:
+	// "local" (a config's default with a store) counts them in this
+	// instance's own buckets, as without a store; "deny" refuses them
+	// (503); "allow" or "" admits them.
+	OnStoreError string `hcl:"on_store_error,oneof=local|allow|deny" json:"on_store_error,omitempty" default:"|\"local\"|" doc:"with a [|store|](#store), while Redis cannot be asked: |\"local\"| limits each instance by its own buckets (so N instances admit up to N times the rate), |\"allow\"| admits every request, |\"deny\"| answers 503 with |Retry-After: 1|; for 100 ms after a failure before asking again"`
 }
 
 // Shared is a token bucket kept outside the process, shared by several
@@ -88,7 +89,11 @@ type Limiter struct {
 	rps       float64 // tokens per second, as the store counts
 	allowance int
 	deny      bool
+	local     *Limiter     // on_store_error "local": the buckets used while the store fails
 	downUntil atomic.Int64 // limiter clock; no store calls before it
+
+	policy string          // the RateLimit-Policy header
+	counts *decisionCounts // sluice_rate_limit_decisions_total, by Name
 }
 
 // Verdict is a limiter's decision on one request.
@@ -100,6 +105,21 @@ const (
 	Over                       // over it: 429
 	Unavailable                // the shared store failed and OnStoreError "deny": 503
 )
+
+// Decision is a limiter's answer for one request.
+type Decision struct {
+	Verdict Verdict
+	// Wait is how long until the key has a token again, when none is
+	// left.
+	Wait time.Duration
+	// Remaining is how many tokens the key has left after this request,
+	// or -1 where this instance does not know (a shared limit between
+	// round trips to the store).
+	Remaining int
+	// StoreFailed tells that the store could not be asked and
+	// OnStoreError decided.
+	StoreFailed bool
+}
 
 const (
 	// leaseTTL is how long a local allowance may be spent; older tokens
@@ -135,6 +155,7 @@ func NewLimiter(c RateLimit) (*Limiter, error) {
 	if c.Burst < 0 || c.MaxKeys < 0 {
 		return nil, errors.New("rate limit: burst and max_keys must not be negative")
 	}
+	var err error
 	l := &Limiter{
 		rate:    c.Rate / 1e9,
 		burst:   float64(max(c.Burst, 1)),
@@ -164,8 +185,20 @@ func NewLimiter(c RateLimit) (*Limiter, error) {
 	}
 	l.sets = make([]set, n)
 	l.mask = uint64(n - 1)
+	l.name = c.Name
+	l.policy = fmt.Sprintf(`"default";q=%d;w=%d`, int(l.burst), max(1, int(math.Ceil(l.burst/c.Rate))))
+	if c.Name != "" {
+		l.counts = countsFor(c.Name)
+	}
 	if c.Shared != nil {
-		l.shared, l.name, l.rps, l.deny = c.Shared, c.Name, c.Rate, c.OnStoreError == "deny"
+		l.shared, l.rps, l.deny = c.Shared, c.Rate, c.OnStoreError == "deny"
+		if c.OnStoreError == "local" {
+			lc := c
+			lc.Shared, lc.Name = nil, ""
+			if l.local, err = NewLimiter(lc); err != nil {
+				return nil, err
+			}
+		}
 		l.allowance = c.Allowance
 		if l.allowance <= 0 {
 			// A quarter of the burst at most, so that one instance's
@@ -187,6 +220,18 @@ func (l *Limiter) Allow(x exchange.Exchange) (ok bool, retryAfter time.Duration)
 
 // Decide is Allow with the store's failure told apart from the limit.
 func (l *Limiter) Decide(x exchange.Exchange) (Verdict, time.Duration) {
+	d := l.Check(x)
+	return d.Verdict, d.Wait
+}
+
+// Check decides the request and counts the decision.
+func (l *Limiter) Check(x exchange.Exchange) Decision {
+	d := l.check(x)
+	l.count(d)
+	return d
+}
+
+func (l *Limiter) check(x exchange.Exchange) Decision {
 	var h, stable uint64
 	if l.header != "" {
 		if v := x.RequestHeader(l.header); len(v) > 0 {
@@ -205,12 +250,25 @@ func (l *Limiter) Decide(x exchange.Exchange) (Verdict, time.Duration) {
 	}
 	now := time.Since(l.epoch).Nanoseconds()
 	if l.shared != nil {
-		return l.allowShared(h, stable, now)
+		d := l.allowShared(h, stable, now)
+		if d.StoreFailed && l.local != nil {
+			// The local table hashes with its own seed: h is this
+			// limiter's, which is as good a key for it.
+			d = l.local.take(h, time.Since(l.local.epoch).Nanoseconds())
+			d.StoreFailed = true
+		}
+		return d
 	}
-	if ok, wait := l.AllowKey(h, now); !ok {
-		return Over, wait
+	return l.take(h, now)
+}
+
+// take is a local bucket's decision.
+func (l *Limiter) take(h uint64, now int64) Decision {
+	ok, wait, left := l.allowKey(h, now)
+	if !ok {
+		return Decision{Verdict: Over, Wait: wait}
 	}
-	return Admit, 0
+	return Decision{Verdict: Admit, Remaining: int(left)}
 }
 
 // allowShared spends the key's local allowance, or takes a new one from
@@ -221,7 +279,7 @@ func (l *Limiter) Decide(x exchange.Exchange) (Verdict, time.Duration) {
 // the fetch in flight); the others that find none meanwhile take one
 // token each for themselves. So an instance never holds more than one
 // allowance unspent, and none is thrown away.
-func (l *Limiter) allowShared(h, stable uint64, now int64) (Verdict, time.Duration) {
+func (l *Limiter) allowShared(h, stable uint64, now int64) Decision {
 	if h == 0 {
 		h = 1
 	}
@@ -232,7 +290,7 @@ func (l *Limiter) allowShared(h, stable uint64, now int64) (Verdict, time.Durati
 	if b.tokens >= 1 && fresh {
 		b.tokens--
 		s.mu.Unlock()
-		return Admit, 0
+		return Decision{Verdict: Admit, Remaining: -1}
 	}
 	if now < l.downUntil.Load() {
 		s.mu.Unlock()
@@ -263,16 +321,16 @@ func (l *Limiter) allowShared(h, stable uint64, now int64) (Verdict, time.Durati
 		return l.storeFailed()
 	}
 	if got == 0 {
-		return Over, wait
+		return Decision{Verdict: Over, Wait: wait}
 	}
-	return Admit, 0
+	return Decision{Verdict: Admit, Remaining: -1}
 }
 
-func (l *Limiter) storeFailed() (Verdict, time.Duration) {
+func (l *Limiter) storeFailed() Decision {
 	if l.deny {
-		return Unavailable, time.Second
+		return Decision{Verdict: Unavailable, Wait: time.Second, Remaining: -1, StoreFailed: true}
 	}
-	return Admit, 0
+	return Decision{Verdict: Admit, Remaining: -1, StoreFailed: true}
 }
 
 // lease returns h's local allowance, recycling the oldest of the set
@@ -310,6 +368,12 @@ func binaryBE(v uint64) []byte {
 // AllowKey is Allow for a key already hashed, at now (nanoseconds on the
 // limiter's clock).
 func (l *Limiter) AllowKey(h uint64, now int64) (bool, time.Duration) {
+	ok, wait, _ := l.allowKey(h, now)
+	return ok, wait
+}
+
+// allowKey is AllowKey that also tells the tokens left.
+func (l *Limiter) allowKey(h uint64, now int64) (bool, time.Duration, float64) {
 	if h == 0 {
 		h = 1 // 0 marks an empty bucket
 	}
@@ -320,12 +384,13 @@ func (l *Limiter) AllowKey(h uint64, now int64) (bool, time.Duration) {
 	b.last = now
 	if b.tokens >= 1 {
 		b.tokens--
+		left := b.tokens
 		s.mu.Unlock()
-		return true, 0
+		return true, 0, left
 	}
 	wait := time.Duration((1 - b.tokens) / l.rate)
 	s.mu.Unlock()
-	return false, wait
+	return false, wait, 0
 }
 
 // find returns h's bucket, recycling one when h has none: an empty one,

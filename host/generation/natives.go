@@ -71,8 +71,9 @@ func gatewayFor(r *config.Route, shared *store.Store, site string) (acl *gateway
 		return acl, nil, false, nil
 	}
 	c := *rl
+	c.Name = site + r.Path // the store's bucket name and the metric's route
 	if shared != nil {
-		c.Shared, c.Name = shared, site+r.Path
+		c.Shared = shared
 	}
 	if lim, err = gateway.NewLimiter(c); err != nil {
 		return nil, nil, false, err

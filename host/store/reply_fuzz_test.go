@@ -98,10 +98,6 @@ func within(v any, lim replyLimits) bool {
 	return walk(v, 0)
 }
 
-type quiet struct{}
-
-func (quiet) Printf(context.Context, string, ...any) {}
-
 // bigNumber finds a length go-redis would allocate for at a cost that
 // slows the fuzzer (it trusts it); the bounded client is still run.
 var bigNumber = regexp.MustCompile(`[0-9]{5}`)
@@ -130,9 +126,6 @@ func FuzzReplyScanner(f *testing.F) {
 		f.Add(uint8(2), []byte(s))
 	}
 	lim := replyLimits{reply: 64, elems: 4, depth: 3}
-	// go-redis logs each connection dropped for unread data; a fuzz
-	// worker writing that much stalls.
-	redis.SetLogger(quiet{})
 	f.Fuzz(func(t *testing.T, chunk uint8, data []byte) {
 		if len(data) > 512 {
 			return

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"sync"
@@ -41,8 +42,81 @@ type TLSOptions = config.UpstreamTLS
 // under one prefix. It is safe for concurrent use.
 type Store struct {
 	c       *redis.Client
+	addr    string
 	prefix  string
 	timeout time.Duration
+
+	state   atomic.Int32 // stateUnknown until a call's outcome
+	since   atomic.Int64 // when it went down, unix nanoseconds
+	checked atomic.Int64 // Check's last ping, unix nanoseconds
+}
+
+// A server's state, as the calls found it.
+const (
+	stateUnknown int32 = iota
+	stateUp
+	stateDown
+)
+
+// logger receives a line when a store first connects, when it loses
+// the server and when it finds it again: once each, not per call.
+var logger atomic.Pointer[slog.Logger]
+
+// SetLog sets where every store logs (host: sluice's logger); nil means
+// slog.Default().
+func SetLog(l *slog.Logger) { logger.Store(l) }
+
+func log() *slog.Logger {
+	if l := logger.Load(); l != nil {
+		return l
+	}
+	return slog.Default()
+}
+
+// quiet is go-redis's logger: its lines (one per failed dial, in its own
+// format) never reach the log; the store says what matters once, through
+// sluice's logger.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+func init() { redis.SetLogger(quiet{}) }
+
+// observe notes a call's outcome: a call the server answered (an error
+// reply included) finds it up, any other failure down. A change of state
+// is logged once.
+func (s *Store) observe(err error) {
+	var reply redis.Error
+	if err == nil || errors.As(err, &reply) {
+		switch s.state.Swap(stateUp) {
+		case stateUnknown:
+			log().Info("store: connected", "address", s.addr)
+		case stateDown:
+			log().Info("store: answering again; rate limits count in it again", "address", s.addr,
+				"down", time.Duration(time.Now().UnixNano()-s.since.Load()).Round(time.Millisecond))
+		}
+		return
+	}
+	now := time.Now().UnixNano()
+	switch s.state.Swap(stateDown) {
+	case stateUnknown:
+		s.since.Store(now)
+		log().Warn("store: cannot connect; rate limits follow on_store_error until it answers", "address", s.addr, "error", err)
+	case stateUp:
+		s.since.Store(now)
+		log().Warn("store: lost; rate limits follow on_store_error until it answers", "address", s.addr, "error", err)
+	}
+}
+
+// Check reports whether the server answers, for a readiness probe: it
+// pings at most once a second and reports the last outcome between.
+func (s *Store) Check(ctx context.Context) bool {
+	now := time.Now().UnixNano()
+	if now-s.checked.Load() < int64(time.Second) {
+		return s.state.Load() == stateUp
+	}
+	s.checked.Store(now)
+	return s.Ping(ctx) == nil
 }
 
 // ErrNotFound is what Get returns for a key the store does not hold.
@@ -98,7 +172,7 @@ func Open(o Options) (*Store, error) {
 		}
 		return bound(c, defaultLimits), nil
 	}
-	s := &Store{c: redis.NewClient(ro), prefix: o.Prefix, timeout: o.Timeout}
+	s := &Store{c: redis.NewClient(ro), addr: o.Address, prefix: o.Prefix, timeout: o.Timeout}
 	if open.by == nil {
 		open.by = map[string]*Store{}
 	}
@@ -127,7 +201,9 @@ func (s *Store) Timeout() time.Duration { return s.timeout }
 func (s *Store) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	return count(OpPing, s.c.Ping(ctx).Err())
+	err := s.c.Ping(ctx).Err()
+	s.observe(err)
+	return count(OpPing, err)
 }
 
 // Operations, the values of Errors' argument and of the metric's
@@ -201,6 +277,7 @@ func (s *Store) Take(ctx context.Context, key string, rate float64, burst, want 
 		strconv.FormatFloat(interval, 'f', 3, 64),
 		strconv.FormatFloat(interval*float64(max(burst, 1)), 'f', 3, 64),
 		max(want, 1)).Int64Slice()
+	s.observe(err)
 	if err = count(OpRateLimit, err); err != nil {
 		return 0, 0, fmt.Errorf("store: rate limit: %w", err)
 	}
@@ -230,6 +307,7 @@ func (s *Store) retry(ctx context.Context, f func(ctx context.Context, attempt i
 		c, cancel := context.WithTimeout(ctx, s.timeout)
 		err = f(c, i)
 		cancel()
+		s.observe(err)
 		if err == nil || errors.Is(err, redis.Nil) {
 			return err
 		}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
+	"log/slog"
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -211,4 +214,61 @@ func TestBlobCallsRetried(t *testing.T) {
 	if got := Errors(OpACME) - before; got != acmeAttempts {
 		t.Fatalf("%d failures counted, want one per attempt (%d)", got, acmeAttempts)
 	}
+}
+
+// TestStateLoggedOnce: connecting, losing the server and finding it
+// again are logged once each, however many calls see them, through the
+// logger sluice gives; Check follows the server.
+func TestStateLoggedOnce(t *testing.T) {
+	var buf strings.Builder
+	var mu sync.Mutex
+	SetLog(slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil)))
+	defer SetLog(nil)
+	m := miniredis.RunT(t)
+	s, err := Open(Options{Address: m.Addr(), Prefix: t.Name() + ":", Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	take := func(n int) {
+		for range n {
+			s.Take(ctx, "k", 100, 100, 1)
+		}
+	}
+	take(3)
+	if !s.Check(ctx) {
+		t.Error("Check: the server answers, want true")
+	}
+	m.Close()
+	take(3)
+	s.checked.Store(0) // as a second later
+	if s.Check(ctx) {
+		t.Error("Check: the server is gone, want false")
+	}
+	if err := m.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	take(3)
+	mu.Lock()
+	out := buf.String()
+	mu.Unlock()
+	for _, want := range []string{"store: connected", "store: lost", "store: answering again"} {
+		if n := strings.Count(out, want); n != 1 {
+			t.Errorf("%q logged %d times, want once:\n%s", want, n, out)
+		}
+	}
+	if strings.Count(out, "\n") != 3 {
+		t.Errorf("want three lines:\n%s", out)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -1,7 +1,7 @@
 # Secrets: /config shows none of them (see TestSecretsRedacted). Values
 # from env() and file(), whole or in part, a key in the query of the
 # traces endpoint, user info in the ACME directory, credentials in
-# header_up. The env() defaults are for sluice validate (cmd/sluice).
+# header_up, a key in a health check's query. The env() defaults are for sluice validate (cmd/sluice).
 admin {
   token = env("SLUICE_TEST_ADMIN_SECRET", "default-admin-token")
 }
@@ -29,6 +29,9 @@ site "api.example.com" {
           "Authorization" = "Bearer ${trimspace(file("secret-token.txt"))}"
           "X-Tenant"      = "plain-header-value"
         }
+      }
+      health {
+        path = "/healthz?key=health-secret-key"
       }
     }
   }

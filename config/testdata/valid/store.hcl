@@ -6,6 +6,7 @@ store "redis" {
   password = "literal-store-password"
   prefix   = "edge:"
   timeout  = "100ms"
+  required = true
   tls {
     ca          = "cert.pem"
     server_name = "redis.internal"

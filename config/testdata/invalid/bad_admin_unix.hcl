@@ -1,0 +1,10 @@
+admin {
+  listen      = "unix/"
+  socket_mode = "0600"
+}
+
+site "*" {
+  route "/" {
+    respond {}
+  }
+}
