@@ -129,7 +129,7 @@ func (s *replyScanner) header() error {
 	n, err := strconv.Atoi(string(s.line[1 : len(s.line)-2]))
 	switch {
 	case err != nil:
-		return fmt.Errorf("length %q: %w", s.line[1:len(s.line)-2], err)
+		return fmt.Errorf("length %.40q is not a number", s.line[1:len(s.line)-2])
 	case n < -1:
 		return fmt.Errorf("length %d", n)
 	case n == -1:
