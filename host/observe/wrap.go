@@ -114,6 +114,10 @@ func (w *wrapped) statusSeries(mi int, ms *methodSeries, status int) *statusSeri
 
 var serverSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
 
+// ServeExchange starts the request's span (startSpan), runs next, then
+// ends the span (endSpan), records the metrics (record) and logs the
+// line (logLine), in that order, so that the log and the exemplar carry
+// the span's ids.
 func (w *wrapped) ServeExchange(x exchange.Exchange) error {
 	start := time.Now()
 	mi := methodIndex(x.Method())
@@ -125,28 +129,7 @@ func (w *wrapped) ServeExchange(x exchange.Exchange) error {
 	var span trace.Span
 	var sc trace.SpanContext
 	if w.tracer != nil {
-		// ParentBased(TraceIDRatioBased): a remote parent decides, else
-		// the ratio. An unsampled request starts no SDK span (its sampler,
-		// ID generator and span cost more than the request's own work):
-		// it gets fresh ids, not sampled, which still propagate to
-		// upstreams and reach the access log.
-		ctx := Extract(x.Context(), x)
-		parent := trace.SpanContextFromContext(ctx)
-		var sample bool
-		if parent.IsValid() {
-			sample = parent.IsSampled()
-		} else {
-			sample = w.ratio >= 1 || (w.ratio > 0 && rand.Float64() < w.ratio)
-		}
-		switch {
-		case sample:
-			ctx, span = w.tracer.Start(ctx, w.spanNames[mi], serverSpan...)
-			w.startAttributes(span, x)
-			x.SetContext(ctx)
-		default:
-			sc = unsampled(parent)
-			x.SetContext(trace.ContextWithSpanContext(ctx, sc))
-		}
+		span, sc = w.startSpan(x, mi)
 	}
 
 	err := w.next.ServeExchange(x)
@@ -161,44 +144,89 @@ func (w *wrapped) ServeExchange(x exchange.Exchange) error {
 		size = responseSize(x)
 	}
 	if span != nil {
-		sc = span.SpanContext()
-		if span.IsRecording() {
-			span.SetAttributes(semconv.HTTPResponseStatusCode(status))
-			if status >= 500 {
-				span.SetAttributes(attribute.String("error.type", statusLabel(status)))
-				span.SetStatus(codes.Error, "")
-			}
-		}
-		span.End()
+		sc = endSpan(span, status)
 	}
 	if ms != nil {
-		ss := w.statusSeries(mi, ms, status)
-		if sc.IsSampled() {
-			ss.duration.(prometheus.ExemplarObserver).ObserveWithExemplar(d.Seconds(),
-				prometheus.Labels{"trace_id": sc.TraceID().String(), "span_id": sc.SpanID().String()})
-		} else {
-			ss.duration.Observe(d.Seconds())
-		}
-		if n := x.ContentLength(); n >= 0 {
-			ss.reqSize.Observe(float64(n))
-		}
-		ss.respSize.Observe(float64(size))
-		ms.active.Dec()
+		w.record(x, mi, ms, status, d, size, sc)
 	}
 	if w.log != nil {
-		e := Entry{
-			Time: start, Duration: d, Remote: x.RemoteAddr(),
-			Method: x.Method(), URI: x.RequestURI(), Proto: x.Proto(),
-			Status: status, Bytes: size, Host: x.Host(),
-			UserAgent: x.RequestHeader("User-Agent"), Referer: x.RequestHeader("Referer"),
-			Site: w.site, Route: w.route,
-		}
-		if sc.IsValid() {
-			e.TraceID, e.SpanID = sc.TraceID(), sc.SpanID()
-		}
-		w.log.Log(&e)
+		w.logLine(x, start, d, status, size, sc)
 	}
 	return err
+}
+
+// startSpan starts the server span of a sampled request, or gives an
+// unsampled one its span context, and puts either into x's context.
+// ParentBased(TraceIDRatioBased): a remote parent decides, else the
+// ratio. An unsampled request starts no SDK span (its sampler, ID
+// generator and span cost more than the request's own work): it gets
+// fresh ids, not sampled, which still propagate to upstreams and reach
+// the access log.
+func (w *wrapped) startSpan(x exchange.Exchange, mi int) (trace.Span, trace.SpanContext) {
+	ctx := Extract(x.Context(), x)
+	parent := trace.SpanContextFromContext(ctx)
+	var sample bool
+	if parent.IsValid() {
+		sample = parent.IsSampled()
+	} else {
+		sample = w.ratio >= 1 || (w.ratio > 0 && rand.Float64() < w.ratio)
+	}
+	if sample {
+		ctx, span := w.tracer.Start(ctx, w.spanNames[mi], serverSpan...)
+		w.startAttributes(span, x)
+		x.SetContext(ctx)
+		return span, trace.SpanContext{}
+	}
+	sc := unsampled(parent)
+	x.SetContext(trace.ContextWithSpanContext(ctx, sc))
+	return nil, sc
+}
+
+// endSpan sets the response attributes of span, ends it and returns its
+// span context.
+func endSpan(span trace.Span, status int) trace.SpanContext {
+	sc := span.SpanContext()
+	if span.IsRecording() {
+		span.SetAttributes(semconv.HTTPResponseStatusCode(status))
+		if status >= 500 {
+			span.SetAttributes(attribute.String("error.type", statusLabel(status)))
+			span.SetStatus(codes.Error, "")
+		}
+	}
+	span.End()
+	return sc
+}
+
+// record observes the request's duration (with the span's ids as the
+// exemplar when sampled) and sizes, and ends its count as active.
+func (w *wrapped) record(x exchange.Exchange, mi int, ms *methodSeries, status int, d time.Duration, size int64, sc trace.SpanContext) {
+	ss := w.statusSeries(mi, ms, status)
+	if sc.IsSampled() {
+		ss.duration.(prometheus.ExemplarObserver).ObserveWithExemplar(d.Seconds(),
+			prometheus.Labels{"trace_id": sc.TraceID().String(), "span_id": sc.SpanID().String()})
+	} else {
+		ss.duration.Observe(d.Seconds())
+	}
+	if n := x.ContentLength(); n >= 0 {
+		ss.reqSize.Observe(float64(n))
+	}
+	ss.respSize.Observe(float64(size))
+	ms.active.Dec()
+}
+
+// logLine writes the request's access log line.
+func (w *wrapped) logLine(x exchange.Exchange, start time.Time, d time.Duration, status int, size int64, sc trace.SpanContext) {
+	e := Entry{
+		Time: start, Duration: d, Remote: x.RemoteAddr(),
+		Method: x.Method(), URI: x.RequestURI(), Proto: x.Proto(),
+		Status: status, Bytes: size, Host: x.Host(),
+		UserAgent: x.RequestHeader("User-Agent"), Referer: x.RequestHeader("Referer"),
+		Site: w.site, Route: w.route,
+	}
+	if sc.IsValid() {
+		e.TraceID, e.SpanID = sc.TraceID(), sc.SpanID()
+	}
+	w.log.Log(&e)
 }
 
 // unsampled returns the span context of a request that is not sampled:
