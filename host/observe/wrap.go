@@ -45,6 +45,9 @@ func (o *Observer) Wrap(site, route string, next exchange.Handler) exchange.Hand
 		return next
 	}
 	w := &wrapped{next: next, site: site, route: route, m: o.Metrics, log: o.AccessLog}
+	if o.AccessLog != nil {
+		w.needs = o.AccessLog.needs
+	}
 	if o.Tracing != nil {
 		w.tracer, w.ratio = o.Tracing.tracer, o.Tracing.ratio
 	}
@@ -64,6 +67,7 @@ type wrapped struct {
 	tracer      trace.Tracer
 	ratio       float64 // sampling ratio of root requests
 	log         *AccessLog
+	needs       uint8 // the log's need* bits
 	spanNames   [numMethods]string
 	methods     [numMethods]atomic.Pointer[methodSeries]
 }
@@ -126,10 +130,18 @@ func (w *wrapped) ServeExchange(x exchange.Exchange) error {
 		ms = w.methodSeries(mi)
 		ms.active.Inc()
 	}
+	if w.needs&needRequestID != 0 {
+		ensureRequestID(x)
+	}
 	var span trace.Span
 	var sc trace.SpanContext
 	if w.tracer != nil {
 		span, sc = w.startSpan(x, mi)
+	}
+	var t *tries
+	if w.needs&needUpstream != 0 {
+		t = &tries{Context: x.Context()}
+		x.SetContext(t)
 	}
 
 	err := w.next.ServeExchange(x)
@@ -139,10 +151,7 @@ func (w *wrapped) ServeExchange(x exchange.Exchange) error {
 		status = exchange.StatusOf(err)
 	}
 	d := time.Since(start)
-	var size int64
-	if err == nil {
-		size = responseSize(x)
-	}
+	size := bodySize(x, mi, status, err)
 	if span != nil {
 		sc = endSpan(span, status)
 	}
@@ -150,7 +159,7 @@ func (w *wrapped) ServeExchange(x exchange.Exchange) error {
 		w.record(x, mi, ms, status, d, size, sc)
 	}
 	if w.log != nil {
-		w.logLine(x, start, d, status, size, sc)
+		w.logLine(x, start, d, status, size, sc, t)
 	}
 	return err
 }
@@ -174,6 +183,10 @@ func (w *wrapped) startSpan(x exchange.Exchange, mi int) (trace.Span, trace.Span
 	if sample {
 		ctx, span := w.tracer.Start(ctx, w.spanNames[mi], serverSpan...)
 		w.startAttributes(span, x)
+		if w.needs&needRequestID != 0 {
+			span.SetAttributes(attribute.StringSlice("http.request.header.x-request-id",
+				[]string{string(x.RequestHeader(requestIDHeader))}))
+		}
 		x.SetContext(ctx)
 		return span, trace.SpanContext{}
 	}
@@ -214,8 +227,10 @@ func (w *wrapped) record(x exchange.Exchange, mi int, ms *methodSeries, status i
 	ms.active.Dec()
 }
 
-// logLine writes the request's access log line.
-func (w *wrapped) logLine(x exchange.Exchange, start time.Time, d time.Duration, status int, size int64, sc trace.SpanContext) {
+// logLine writes the request's access log line. With tracing off, the
+// trace id is the one the request's traceparent carried, so that a line
+// can be found from a trace whether or not sluice takes part in it.
+func (w *wrapped) logLine(x exchange.Exchange, start time.Time, d time.Duration, status int, size int64, sc trace.SpanContext, t *tries) {
 	e := Entry{
 		Time: start, Duration: d, Remote: x.RemoteAddr(),
 		Method: x.Method(), URI: x.RequestURI(), Proto: x.Proto(),
@@ -223,8 +238,23 @@ func (w *wrapped) logLine(x exchange.Exchange, start time.Time, d time.Duration,
 		UserAgent: x.RequestHeader("User-Agent"), Referer: x.RequestHeader("Referer"),
 		Site: w.site, Route: w.route,
 	}
-	if sc.IsValid() {
+	switch {
+	case sc.IsValid():
 		e.TraceID, e.SpanID = sc.TraceID(), sc.SpanID()
+	case w.tracer == nil:
+		e.TraceID = traceparentID(x.RequestHeader("traceparent"))
+	}
+	if w.needs&needRequestID != 0 {
+		e.RequestID = x.RequestHeader(requestIDHeader)
+	}
+	if w.needs&needConsumer != 0 {
+		e.Consumer = x.RequestHeader(consumerHeader)
+	}
+	if w.needs&needTLS != 0 {
+		e.TLS = exchange.TLSState(x)
+	}
+	if t != nil {
+		e.UpstreamAddr, e.UpstreamStatus, e.UpstreamDuration = t.last()
 	}
 	w.log.Log(&e)
 }
@@ -306,6 +336,20 @@ func addrParts(a net.Addr) (string, int) {
 	}
 	n, _ := strconv.Atoi(port)
 	return host, n
+}
+
+// bodySize is the number of body bytes the response sends: none for
+// HEAD and for statuses without a body; the page the server renders for
+// an error (errorBodySize); else the buffered body's length or the
+// Content-Length header's (files and streams), else 0.
+func bodySize(x exchange.Exchange, mi, status int, err error) int64 {
+	if mi == methodHEAD || status < 200 || status == 204 || status == 304 {
+		return 0
+	}
+	if err != nil {
+		return errorBodySize(err, status)
+	}
+	return responseSize(x)
 }
 
 // responseSize is the body length: the buffered body's, else the
