@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -407,5 +408,87 @@ site "a.test" {
 func TestAccessLogFieldSets(t *testing.T) {
 	if got, want := config.AccessLogFields, observe.FieldNames(); !slices.Equal(got, want) {
 		t.Errorf("config.AccessLogFields = %q,\nobserve.FieldNames() = %q", got, want)
+	}
+}
+
+// TestEarlyAnswersLoggedAndCounted: answers no route gave (the front
+// door's 400 for a request without Host, its 505 for HTTP/1.2, 503 and
+// the like) and https_redirect's redirects are logged and counted like
+// other requests, with an empty route.
+func TestEarlyAnswersLoggedAndCounted(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := tlstest.NewCA(t, tlstest.Kinds[0]).Server(t, "a.test").Write(t, dir, "a-")
+	logPath := filepath.Join(dir, "access.log")
+	tlsPort, plain, aport := freePort(t), freePort(t), freePort(t)
+	inst, _ := startSource(t, fmt.Sprintf(`
+admin {
+  listen = "127.0.0.1:%d"
+}
+telemetry {
+  access_log {
+    output = %q
+    fields = ["method", "uri", "status", "bytes", "site", "route"]
+  }
+}
+site "a.test" {
+  listen         = ["127.0.0.1:%d"]
+  https_redirect = ["127.0.0.1:%d"]
+  tls {
+    cert = %q
+    key  = %q
+  }
+  route "/" {
+    respond { body = "ok" }
+  }
+}
+`, aport, logPath, tlsPort, plain, cert, key), InstanceOptions{})
+	raw := func(req string) string {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", plain), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(c, req)
+		b, _ := io.ReadAll(c)
+		return string(b)
+	}
+	var sent []int // body bytes of each answer
+	for _, c := range []struct{ req, status string }{
+		{"GET /x HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n", "308"},
+		{"GET /%zz HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n", "400"}, // the router's bad path
+		{"GET /y HTTP/1.2\r\nHost: a.test\r\nConnection: close\r\n\r\n", "505"},   // the front door's
+	} {
+		got := raw(c.req)
+		if !strings.HasPrefix(got, "HTTP/1.1 "+c.status) {
+			t.Fatalf("%q: got %q, want %s", c.req, got, c.status)
+		}
+		_, body, _ := strings.Cut(got, "\r\n\r\n")
+		sent = append(sent, len(body))
+	}
+	admin := "http://" + inst.AdminAddr()
+	for _, status := range []string{"308", "400", "505"} {
+		found := false
+		for _, l := range metricLines(t, admin, "http_server_request_duration_seconds_count") {
+			found = found || strings.Contains(l, `http_response_status_code="`+status+`"`) && strings.Contains(l, `http_route=""`)
+		}
+		if !found {
+			t.Errorf("no request count for %s with an empty route:\n%s", status,
+				strings.Join(metricLines(t, admin, "http_server_request_duration_seconds_count"), "\n"))
+		}
+	}
+	if err := inst.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`{"method":"GET","uri":"/x","status":308,"bytes":%d,"site":"a.test","route":""}
+{"method":"GET","uri":"/%%zz","status":400,"bytes":%d,"site":"","route":""}
+{"method":"GET","uri":"/y","status":505,"bytes":%d,"site":"","route":""}
+`, sent[0], sent[1], sent[2])
+	if string(b) != want {
+		t.Errorf("access log:\n%s\nwant\n%s", b, want)
 	}
 }

@@ -55,7 +55,10 @@ func (o *Observer) Wrap(site, route string, next exchange.Handler) exchange.Hand
 		if i == methodOther {
 			m = "HTTP" // the semantic conventions' name for an unknown method
 		}
-		w.spanNames[i] = m + " " + route
+		w.spanNames[i] = m
+		if route != "" {
+			w.spanNames[i] += " " + route
+		}
 	}
 	return w
 }
@@ -118,6 +121,8 @@ func (w *wrapped) statusSeries(mi int, ms *methodSeries, status int) *statusSeri
 
 var serverSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
 
+var noSpan trace.SpanContext
+
 // ServeExchange starts the request's span (startSpan), runs next, then
 // ends the span (endSpan), records the metrics (record) and logs the
 // line (logLine), in that order, so that the log and the exemplar carry
@@ -161,7 +166,10 @@ func (w *wrapped) ServeExchange(x exchange.Exchange) error {
 	if w.log != nil {
 		w.logLine(x, start, d, status, size, sc, t)
 	}
-	return err
+	if err != nil {
+		return observed{err} // for WrapEarly, which sees it next
+	}
+	return nil
 }
 
 // startSpan starts the server span of a sampled request, or gives an
