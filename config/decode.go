@@ -246,9 +246,17 @@ func (d *decoder) telemetry(blk *hcl.Block) Telemetry {
 		x.boolean("prometheus", &t.Metrics.Prometheus)
 	}
 	if ab := b.single("access_log"); ab != nil {
-		x := d.content(ab.Body, "access_log", ab.DefRange, []string{"format", "output"})
+		x := d.content(ab.Body, "access_log", ab.DefRange, []string{"format", "output", "fields"})
 		al := &AccessLog{Format: "json", Output: "stderr", Range: ab.DefRange}
 		x.oneOf("format", &al.Format, "json", "clf")
+		if x.has("fields") && x.subset("fields", &al.Fields, AccessLogFields...) {
+			if al.Fields == nil {
+				al.Fields = []string{} // CLF's own fields only
+			}
+			if len(al.Fields) == 0 && al.Format == "json" {
+				d.errorf(x.rng("fields"), "Empty fields", "A JSON access log needs at least one field; leave fields out for the default ones.")
+			}
+		}
 		if x.str("output", &al.Output) {
 			switch al.Output {
 			case "stderr", "stdout":

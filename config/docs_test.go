@@ -292,6 +292,9 @@ var snake = regexp.MustCompile(`^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$`)
 // are allowed by prefix).
 func proseWords() map[string]bool {
 	m := map[string]bool{"snake_case": true, "buffer_request": true, "buffer_response": true, "get_header_values": true}
+	for _, f := range AccessLogFields { // values of access_log's fields
+		m[f] = true
+	}
 	var walk func(t reflect.Type)
 	walk = func(t reflect.Type) {
 		for _, f := range schemaOf(t) {

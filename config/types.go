@@ -230,8 +230,25 @@ type AccessLog struct {
 	// config file's directory; its directory must exist). HCL `output`,
 	// default "stderr".
 	Output string `json:"output"`
+	// Fields name what a line holds, in order, from AccessLogFields: a
+	// JSON line's keys, or the key=value pairs after the combined log
+	// format's own fields in CLF. HCL `fields`, default nil: the
+	// format's fields of old (for JSON time, remote_addr, method, uri,
+	// proto, status, bytes, duration, host, user_agent, referer, site,
+	// route, trace_id, span_id; for CLF host, site, route, duration,
+	// trace_id, span_id).
+	Fields []string `json:"fields"`
 	// Range is the `access_log` block's header.
 	Range hcl.Range `json:"-"`
+}
+
+// AccessLogFields are the names an access log's `fields` may list
+// (host/observe's FieldNames; a test in host keeps the two the same).
+var AccessLogFields = []string{
+	"time", "remote_addr", "method", "uri", "proto", "status", "bytes", "duration",
+	"host", "user_agent", "referer", "site", "route", "trace_id", "span_id",
+	"request_id", "consumer", "upstream_addr", "upstream_status", "upstream_duration",
+	"tls_version", "tls_cipher", "tls_server_name",
 }
 
 // Filter is a WebAssembly filter: the `filter "NAME" {}` block.

@@ -113,6 +113,7 @@ func Start(o InstanceOptions) (*Instance, error) {
 		return nil, err
 	}
 	i.tel = tel
+	i.srv.early = tel.obs.WrapEarly
 	i.deps = i.newDeps()
 	if err := i.apply(cfg); err != nil {
 		_ = tel.close(context.Background())

@@ -32,6 +32,9 @@ type Server struct {
 	// inherit holds the sockets from systemd or from the sluice this
 	// process replaced; a listener takes from it before it binds.
 	inherit *handover.Sockets
+	// early, when set, wraps each listener's request path to log and
+	// count the answers no route saw (observe's WrapEarly).
+	early func(exchange.Handler) exchange.Handler
 }
 
 // NewServer returns a server with no listeners.
@@ -162,7 +165,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // current generation's certificates.
 func (s *Server) openListener(o listen.Options) (*listen.Listener, error) {
 	return listen.Open(o, listen.Deps{
-		Handler: func(altSvc string) exchange.Handler { return s.dispatch(o.Address, altSvc) },
+		Handler: func(altSvc string) exchange.Handler {
+			if s.early != nil {
+				return s.early(s.dispatch(o.Address, altSvc))
+			}
+			return s.dispatch(o.Address, altSvc)
+		},
 		TLS: func() *tlsconf.Table {
 			if g := s.gen.Load(); g != nil {
 				return g.TLSTable(o.Address)

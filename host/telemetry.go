@@ -102,7 +102,7 @@ func newTelemetry(cfg *config.Config, log *slog.Logger) (t *telemetry, err error
 		otel.SetTextMapPropagator(observe.Propagator)
 	}
 	if al := tc.AccessLog; al != nil {
-		if t.access, err = observe.OpenAccessLog(observe.AccessLogOptions{Format: al.Format, Output: al.Output}); err != nil {
+		if t.access, err = observe.OpenAccessLog(observe.AccessLogOptions{Format: al.Format, Output: al.Output, Fields: al.Fields}); err != nil {
 			return nil, err
 		}
 	}
@@ -182,10 +182,11 @@ func (t *telemetry) tracerProvider() trace.TracerProvider {
 	return t.tracing.Provider()
 }
 
-// upstream returns the metrics handle of one upstream of a proxy route
-// (nil, which is valid, without metrics).
+// upstream returns the handle of one upstream of a proxy route, for its
+// metrics and the access log's upstream fields (nil, which is valid,
+// when neither wants it).
 func (t *telemetry) upstream(route, url string) *observe.Upstream {
-	return t.metrics.Upstream(route, url)
+	return t.obs.Upstream(route, url)
 }
 
 // reopen reopens the access log file (SIGUSR1, after rotation).

@@ -81,8 +81,12 @@ func Build(cfg *config.Config, d Deps) (_ *Generation, err error) {
 			sitesByAddr[addr] = append(sitesByAddr[addr], rs)
 		}
 		if len(s.HTTPSRedirect) > 0 {
+			var h exchange.Handler = httpsRedirect(s)
+			if d.Wrap != nil { // logged and counted, with an empty route as the site's 404s
+				h = d.Wrap(s.Name, "", h)
+			}
 			red := &route.Site{Name: s.Name, Hosts: rs.Hosts,
-				Routes: []*route.Route{{Prefix: "/", Handler: httpsRedirect(s)}}}
+				Routes: []*route.Route{{Prefix: "/", Handler: h}}}
 			for _, addr := range s.HTTPSRedirect {
 				sitesByAddr[addr] = append(sitesByAddr[addr], red)
 			}

@@ -2,6 +2,7 @@ package observe
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +27,13 @@ type AccessLogOptions struct {
 	// Output is "stderr" (the default when ""), "stdout" or a file path,
 	// opened for appending and created with mode 0644.
 	Output string
+	// Fields name what a line holds, from FieldNames, in order: a JSON
+	// line's keys, or the key=value pairs that follow the combined log
+	// format's fields in CLF. nil means the format's defaults: for JSON
+	// time, remote_addr, method, uri, proto, status, bytes, duration,
+	// host, user_agent, referer, site, route, trace_id, span_id; for CLF
+	// host, site, route, duration, trace_id, span_id.
+	Fields []string
 	// Writer, when set, replaces Output (tests).
 	Writer io.Writer
 	// FlushInterval is the longest a line waits in the buffer; 0 means 1s.
@@ -40,6 +48,8 @@ type AccessLogOptions struct {
 // into pooled byte slices; a request does not allocate here.
 type AccessLog struct {
 	clf      bool
+	fields   []field
+	needs    uint8 // need* bits: what the wrapper gathers for fields
 	output   string
 	interval time.Duration
 
@@ -59,6 +69,16 @@ func OpenAccessLog(o AccessLogOptions) (*AccessLog, error) {
 		l.clf = true
 	default:
 		return nil, fmt.Errorf("access log: format %q: want \"json\" or \"clf\"", o.Format)
+	}
+	l.fields = defaultJSONFields
+	if l.clf {
+		l.fields = defaultCLFFields
+	}
+	if o.Fields != nil {
+		var err error
+		if l.fields, l.needs, err = parseFields(o.Fields); err != nil {
+			return nil, err
+		}
 	}
 	if l.interval <= 0 {
 		l.interval = time.Second
@@ -176,8 +196,28 @@ type Entry struct {
 	Referer   []byte
 	Site      string
 	Route     string
-	TraceID   trace.TraceID // zero when the request was not traced
-	SpanID    trace.SpanID
+	// TraceID is the request's trace: its span's, or with tracing off
+	// the one its traceparent header carried; zero when none.
+	TraceID trace.TraceID
+	// SpanID is sluice's span of the request; zero with tracing off.
+	SpanID trace.SpanID
+
+	// The fields below are filled only when a field asks for them.
+
+	// RequestID is the X-Request-Id passed upstream.
+	RequestID []byte
+	// Consumer is the identity a filter set (the header a rate limit
+	// keyed by "consumer" reads, X-Consumer).
+	Consumer []byte
+	// UpstreamAddr is the host:port of the proxy's last try, "" when the
+	// request reached no upstream; UpstreamStatus its response status (0
+	// when none came), UpstreamDuration how long it took until the
+	// response headers arrived.
+	UpstreamAddr     string
+	UpstreamStatus   int
+	UpstreamDuration time.Duration
+	// TLS is the connection's handshake; nil in the clear.
+	TLS *tls.ConnectionState
 }
 
 var linePool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
@@ -187,9 +227,9 @@ func (l *AccessLog) Log(e *Entry) {
 	bp := linePool.Get().(*[]byte)
 	b := (*bp)[:0]
 	if l.clf {
-		b = AppendCLF(b, e)
+		b = append(appendCLFFields(appendCombined(b, e), e, l.fields), '\n')
 	} else {
-		b = AppendJSON(b, e)
+		b = appendJSONFields(b, e, l.fields)
 	}
 	l.mu.Lock()
 	_, _ = l.w.Write(b)
@@ -200,49 +240,22 @@ func (l *AccessLog) Log(e *Entry) {
 	}
 }
 
-// AppendJSON appends e as a JSON object and a newline.
-func AppendJSON(b []byte, e *Entry) []byte {
-	b = append(b, `{"time":"`...)
-	b = appendTime(b, e.Time, false)
-	b = append(b, `","remote_addr":"`...)
-	b = appendAddr(b, e.Remote, true)
-	b = append(b, `","method":`...)
-	b = appendJSONString(b, e.Method)
-	b = append(b, `,"uri":`...)
-	b = appendJSONString(b, e.URI)
-	b = append(b, `,"proto":"`...)
-	b = append(b, e.Proto...)
-	b = append(b, `","status":`...)
-	b = strconv.AppendInt(b, int64(e.Status), 10)
-	b = append(b, `,"bytes":`...)
-	b = strconv.AppendInt(b, e.Bytes, 10)
-	b = append(b, `,"duration":`...)
-	b = strconv.AppendFloat(b, e.Duration.Seconds(), 'f', -1, 64)
-	b = append(b, `,"host":`...)
-	b = appendJSONString(b, e.Host)
-	b = append(b, `,"user_agent":`...)
-	b = appendJSONString(b, e.UserAgent)
-	b = append(b, `,"referer":`...)
-	b = appendJSONString(b, e.Referer)
-	b = append(b, `,"site":`...)
-	b = appendJSONString(b, e.Site)
-	b = append(b, `,"route":`...)
-	b = appendJSONString(b, e.Route)
-	if e.TraceID.IsValid() {
-		b = append(b, `,"trace_id":"`...)
-		b = appendHex(b, e.TraceID[:])
-		b = append(b, `","span_id":"`...)
-		b = appendHex(b, e.SpanID[:])
-		b = append(b, '"')
-	}
-	return append(b, "}\n"...)
-}
+// AppendJSON appends e as a JSON object and a newline, with the default
+// fields (those of AccessLogOptions.Fields).
+func AppendJSON(b []byte, e *Entry) []byte { return appendJSONFields(b, e, defaultJSONFields) }
 
 // AppendCLF appends e in the combined log format, then
 // ` host="…" site="…" route="…" duration=SECONDS trace_id=… span_id=…`
-// ("-" for ids when untraced) and a newline. Quoted values escape '"',
-// '\' and bytes outside printable ASCII as \xHH, as nginx does.
+// ("-" for ids when untraced) and a newline: the default fields (those
+// of AccessLogOptions.Fields).
 func AppendCLF(b []byte, e *Entry) []byte {
+	return append(appendCLFFields(appendCombined(b, e), e, defaultCLFFields), '\n')
+}
+
+// appendCombined appends e's fields of the combined log format. Quoted
+// values escape '"', '\' and bytes outside printable ASCII as \xHH, as
+// nginx does (appendCLFEscaped).
+func appendCombined(b []byte, e *Entry) []byte {
 	b = appendAddr(b, e.Remote, false)
 	b = append(b, " - - ["...)
 	b = appendTime(b, e.Time, true)
@@ -251,7 +264,7 @@ func AppendCLF(b []byte, e *Entry) []byte {
 	b = append(b, ' ')
 	b = appendCLFEscaped(b, e.URI)
 	b = append(b, ' ')
-	b = append(b, e.Proto...)
+	b = appendCLFEscaped(b, e.Proto)
 	b = append(b, `" `...)
 	b = strconv.AppendInt(b, int64(e.Status), 10)
 	b = append(b, ' ')
@@ -264,23 +277,7 @@ func AppendCLF(b []byte, e *Entry) []byte {
 	b = appendCLFOrDash(b, e.Referer)
 	b = append(b, `" "`...)
 	b = appendCLFOrDash(b, e.UserAgent)
-	b = append(b, `" host="`...)
-	b = appendCLFOrDash(b, e.Host)
-	b = append(b, `" site="`...)
-	b = appendCLFEscaped(b, e.Site)
-	b = append(b, `" route="`...)
-	b = appendCLFEscaped(b, e.Route)
-	b = append(b, `" duration=`...)
-	b = strconv.AppendFloat(b, e.Duration.Seconds(), 'f', 6, 64)
-	b = append(b, " trace_id="...)
-	if e.TraceID.IsValid() {
-		b = appendHex(b, e.TraceID[:])
-		b = append(b, " span_id="...)
-		b = appendHex(b, e.SpanID[:])
-	} else {
-		b = append(b, "- span_id=-"...)
-	}
-	return append(b, '\n')
+	return append(b, '"')
 }
 
 // stamp is the formatted form of one second, shared by the lines logged
@@ -356,7 +353,12 @@ func appendJSONString[T []byte | string](b []byte, s T) []byte {
 }
 
 // appendJSONInner escapes s for a JSON string: quotes, backslashes,
-// control characters; invalid UTF-8 becomes U+FFFD.
+// control characters; invalid UTF-8 becomes U+FFFD. It and
+// appendCLFEscaped are the escapers of the access log: every byte a
+// client sent (method, target, headers, the TLS server name, a trusted
+// request id) reaches a line through one of them, so that no CR, LF, NUL
+// or other control character can end a line or forge one
+// (TestAccessLogEscapesControls).
 func appendJSONInner[T []byte | string](b []byte, s T) []byte {
 	clean := true
 	for i := 0; i < len(s); i++ {
@@ -413,6 +415,9 @@ func appendCLFOrDash(b, s []byte) []byte {
 	return appendCLFEscaped(b, s)
 }
 
+// appendCLFEscaped escapes s for a quoted CLF value: '"', '\', control
+// characters (CR, LF and NUL among them) and bytes outside printable
+// ASCII become \xHH (see appendJSONInner).
 func appendCLFEscaped[T []byte | string](b []byte, s T) []byte {
 	for i := 0; i < len(s); i++ {
 		c := s[i]

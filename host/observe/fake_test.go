@@ -2,6 +2,7 @@ package observe
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"strings"
 
@@ -23,6 +24,8 @@ type fakeExchange struct {
 	body    []byte
 	respHdr map[string][]byte
 	remote  net.Addr
+	trusted bool                 // PeerTrusted
+	tls     *tls.ConnectionState // TLSConnectionState
 }
 
 func newFake(method, uri string) *fakeExchange {
@@ -80,5 +83,10 @@ func lookup(h map[string][]byte, name string) []byte {
 func (x *fakeExchange) SetResponseHeader(name, value string) {
 	x.respHdr[strings.ToLower(name)] = []byte(value)
 }
-func (x *fakeExchange) SetBody(b []byte)     { x.body = b }
-func (x *fakeExchange) ResponseBody() []byte { return x.body }
+func (x *fakeExchange) SetRequestHeader(name, value string) {
+	x.reqHdr[strings.ToLower(name)] = []byte(value)
+}
+func (x *fakeExchange) PeerTrusted() bool                        { return x.trusted }
+func (x *fakeExchange) TLSConnectionState() *tls.ConnectionState { return x.tls }
+func (x *fakeExchange) SetBody(b []byte)                         { x.body = b }
+func (x *fakeExchange) ResponseBody() []byte                     { return x.body }

@@ -14,7 +14,8 @@ import (
 // A nil *Upstream does nothing, so a proxy built without metrics needs
 // no checks.
 type Upstream struct {
-	m        *Metrics
+	m        *Metrics  // nil for a handle that only feeds the access log
+	addr     string    // host:port, for the access log (Tried)
 	key      [2]string // upstream URL, route
 	dur      prometheus.Observer
 	healthy  prometheus.Gauge
@@ -31,6 +32,7 @@ func (m *Metrics) Upstream(route, url string) *Upstream {
 	}
 	u := &Upstream{
 		m:       m,
+		addr:    upstreamAddr(url),
 		key:     [2]string{url, route},
 		dur:     m.upDur.WithLabelValues(url, route),
 		healthy: m.upHealthy.WithLabelValues(url, route),
@@ -44,10 +46,25 @@ func (m *Metrics) Upstream(route, url string) *Upstream {
 	return u
 }
 
+// Upstream returns the handle for upstream url of the proxy on route:
+// Metrics.Upstream's, or without metrics one that only feeds the access
+// log's upstream fields (Tried), or nil when neither wants the tries.
+func (o *Observer) Upstream(route, url string) *Upstream {
+	switch {
+	case o == nil:
+		return nil
+	case o.Metrics != nil:
+		return o.Metrics.Upstream(route, url)
+	case o.AccessLog != nil && o.AccessLog.needs&needUpstream != 0:
+		return &Upstream{addr: upstreamAddr(url)}
+	}
+	return nil
+}
+
 // Request records one attempt: the response status (0 when no response
 // arrived: connection refused, timeout) and how long it took.
 func (u *Upstream) Request(status int, d time.Duration) {
-	if u == nil {
+	if u == nil || u.m == nil {
 		return
 	}
 	i := 500 // "none"
@@ -70,7 +87,7 @@ func (u *Upstream) Request(status int, d time.Duration) {
 
 // SetHealthy records whether the upstream is taken for requests.
 func (u *Upstream) SetHealthy(ok bool) {
-	if u == nil {
+	if u == nil || u.m == nil {
 		return
 	}
 	if ok {
@@ -83,7 +100,7 @@ func (u *Upstream) SetHealthy(ok bool) {
 // Close releases the handle. The health series is deleted once no handle
 // for the pair is open; the request counters stay, as counters should.
 func (u *Upstream) Close() error {
-	if u == nil || u.closed.Swap(true) {
+	if u == nil || u.m == nil || u.closed.Swap(true) {
 		return nil
 	}
 	u.m.upMu.Lock()

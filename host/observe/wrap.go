@@ -45,6 +45,9 @@ func (o *Observer) Wrap(site, route string, next exchange.Handler) exchange.Hand
 		return next
 	}
 	w := &wrapped{next: next, site: site, route: route, m: o.Metrics, log: o.AccessLog}
+	if o.AccessLog != nil {
+		w.needs = o.AccessLog.needs
+	}
 	if o.Tracing != nil {
 		w.tracer, w.ratio = o.Tracing.tracer, o.Tracing.ratio
 	}
@@ -52,7 +55,10 @@ func (o *Observer) Wrap(site, route string, next exchange.Handler) exchange.Hand
 		if i == methodOther {
 			m = "HTTP" // the semantic conventions' name for an unknown method
 		}
-		w.spanNames[i] = m + " " + route
+		w.spanNames[i] = m
+		if route != "" {
+			w.spanNames[i] += " " + route
+		}
 	}
 	return w
 }
@@ -64,6 +70,7 @@ type wrapped struct {
 	tracer      trace.Tracer
 	ratio       float64 // sampling ratio of root requests
 	log         *AccessLog
+	needs       uint8 // the log's need* bits
 	spanNames   [numMethods]string
 	methods     [numMethods]atomic.Pointer[methodSeries]
 }
@@ -114,6 +121,12 @@ func (w *wrapped) statusSeries(mi int, ms *methodSeries, status int) *statusSeri
 
 var serverSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
 
+var noSpan trace.SpanContext
+
+// ServeExchange starts the request's span (startSpan), runs next, then
+// ends the span (endSpan), records the metrics (record) and logs the
+// line (logLine), in that order, so that the log and the exemplar carry
+// the span's ids.
 func (w *wrapped) ServeExchange(x exchange.Exchange) error {
 	start := time.Now()
 	mi := methodIndex(x.Method())
@@ -122,31 +135,18 @@ func (w *wrapped) ServeExchange(x exchange.Exchange) error {
 		ms = w.methodSeries(mi)
 		ms.active.Inc()
 	}
+	if w.needs&needRequestID != 0 {
+		ensureRequestID(x)
+	}
 	var span trace.Span
 	var sc trace.SpanContext
 	if w.tracer != nil {
-		// ParentBased(TraceIDRatioBased): a remote parent decides, else
-		// the ratio. An unsampled request starts no SDK span (its sampler,
-		// ID generator and span cost more than the request's own work):
-		// it gets fresh ids, not sampled, which still propagate to
-		// upstreams and reach the access log.
-		ctx := Extract(x.Context(), x)
-		parent := trace.SpanContextFromContext(ctx)
-		var sample bool
-		if parent.IsValid() {
-			sample = parent.IsSampled()
-		} else {
-			sample = w.ratio >= 1 || (w.ratio > 0 && rand.Float64() < w.ratio)
-		}
-		switch {
-		case sample:
-			ctx, span = w.tracer.Start(ctx, w.spanNames[mi], serverSpan...)
-			w.startAttributes(span, x)
-			x.SetContext(ctx)
-		default:
-			sc = unsampled(parent)
-			x.SetContext(trace.ContextWithSpanContext(ctx, sc))
-		}
+		span, sc = w.startSpan(x, mi)
+	}
+	var t *tries
+	if w.needs&needUpstream != 0 {
+		t = &tries{Context: x.Context()}
+		x.SetContext(t)
 	}
 
 	err := w.next.ServeExchange(x)
@@ -156,49 +156,115 @@ func (w *wrapped) ServeExchange(x exchange.Exchange) error {
 		status = exchange.StatusOf(err)
 	}
 	d := time.Since(start)
-	var size int64
-	if err == nil {
-		size = responseSize(x)
-	}
+	size := bodySize(x, mi, status, err)
 	if span != nil {
-		sc = span.SpanContext()
-		if span.IsRecording() {
-			span.SetAttributes(semconv.HTTPResponseStatusCode(status))
-			if status >= 500 {
-				span.SetAttributes(attribute.String("error.type", statusLabel(status)))
-				span.SetStatus(codes.Error, "")
-			}
-		}
-		span.End()
+		sc = endSpan(span, status)
 	}
 	if ms != nil {
-		ss := w.statusSeries(mi, ms, status)
-		if sc.IsSampled() {
-			ss.duration.(prometheus.ExemplarObserver).ObserveWithExemplar(d.Seconds(),
-				prometheus.Labels{"trace_id": sc.TraceID().String(), "span_id": sc.SpanID().String()})
-		} else {
-			ss.duration.Observe(d.Seconds())
-		}
-		if n := x.ContentLength(); n >= 0 {
-			ss.reqSize.Observe(float64(n))
-		}
-		ss.respSize.Observe(float64(size))
-		ms.active.Dec()
+		w.record(x, mi, ms, status, d, size, sc)
 	}
 	if w.log != nil {
-		e := Entry{
-			Time: start, Duration: d, Remote: x.RemoteAddr(),
-			Method: x.Method(), URI: x.RequestURI(), Proto: x.Proto(),
-			Status: status, Bytes: size, Host: x.Host(),
-			UserAgent: x.RequestHeader("User-Agent"), Referer: x.RequestHeader("Referer"),
-			Site: w.site, Route: w.route,
-		}
-		if sc.IsValid() {
-			e.TraceID, e.SpanID = sc.TraceID(), sc.SpanID()
-		}
-		w.log.Log(&e)
+		w.logLine(x, start, d, status, size, sc, t)
 	}
-	return err
+	if err != nil {
+		return observed{err} // for WrapEarly, which sees it next
+	}
+	return nil
+}
+
+// startSpan starts the server span of a sampled request, or gives an
+// unsampled one its span context, and puts either into x's context.
+// ParentBased(TraceIDRatioBased): a remote parent decides, else the
+// ratio. An unsampled request starts no SDK span (its sampler, ID
+// generator and span cost more than the request's own work): it gets
+// fresh ids, not sampled, which still propagate to upstreams and reach
+// the access log.
+func (w *wrapped) startSpan(x exchange.Exchange, mi int) (trace.Span, trace.SpanContext) {
+	ctx := Extract(x.Context(), x)
+	parent := trace.SpanContextFromContext(ctx)
+	var sample bool
+	if parent.IsValid() {
+		sample = parent.IsSampled()
+	} else {
+		sample = w.ratio >= 1 || (w.ratio > 0 && rand.Float64() < w.ratio)
+	}
+	if sample {
+		ctx, span := w.tracer.Start(ctx, w.spanNames[mi], serverSpan...)
+		w.startAttributes(span, x)
+		if w.needs&needRequestID != 0 {
+			span.SetAttributes(attribute.StringSlice("http.request.header.x-request-id",
+				[]string{string(x.RequestHeader(requestIDHeader))}))
+		}
+		x.SetContext(ctx)
+		return span, trace.SpanContext{}
+	}
+	sc := unsampled(parent)
+	x.SetContext(trace.ContextWithSpanContext(ctx, sc))
+	return nil, sc
+}
+
+// endSpan sets the response attributes of span, ends it and returns its
+// span context.
+func endSpan(span trace.Span, status int) trace.SpanContext {
+	sc := span.SpanContext()
+	if span.IsRecording() {
+		span.SetAttributes(semconv.HTTPResponseStatusCode(status))
+		if status >= 500 {
+			span.SetAttributes(attribute.String("error.type", statusLabel(status)))
+			span.SetStatus(codes.Error, "")
+		}
+	}
+	span.End()
+	return sc
+}
+
+// record observes the request's duration (with the span's ids as the
+// exemplar when sampled) and sizes, and ends its count as active.
+func (w *wrapped) record(x exchange.Exchange, mi int, ms *methodSeries, status int, d time.Duration, size int64, sc trace.SpanContext) {
+	ss := w.statusSeries(mi, ms, status)
+	if sc.IsSampled() {
+		ss.duration.(prometheus.ExemplarObserver).ObserveWithExemplar(d.Seconds(),
+			prometheus.Labels{"trace_id": sc.TraceID().String(), "span_id": sc.SpanID().String()})
+	} else {
+		ss.duration.Observe(d.Seconds())
+	}
+	if n := x.ContentLength(); n >= 0 {
+		ss.reqSize.Observe(float64(n))
+	}
+	ss.respSize.Observe(float64(size))
+	ms.active.Dec()
+}
+
+// logLine writes the request's access log line. With tracing off, the
+// trace id is the one the request's traceparent carried, so that a line
+// can be found from a trace whether or not sluice takes part in it.
+func (w *wrapped) logLine(x exchange.Exchange, start time.Time, d time.Duration, status int, size int64, sc trace.SpanContext, t *tries) {
+	e := Entry{
+		Time: start, Duration: d, Remote: x.RemoteAddr(),
+		Method: x.Method(), URI: x.RequestURI(), Proto: x.Proto(),
+		Status: status, Bytes: size, Host: x.Host(),
+		UserAgent: x.RequestHeader("User-Agent"), Referer: x.RequestHeader("Referer"),
+		Site: w.site, Route: w.route,
+	}
+	switch {
+	case sc.IsValid():
+		e.TraceID, e.SpanID = sc.TraceID(), sc.SpanID()
+	case w.tracer == nil:
+		e.TraceID = traceparentID(x.RequestHeader("traceparent"))
+	}
+	if w.needs&needRequestID != 0 {
+		e.RequestID = x.RequestHeader(requestIDHeader)
+	}
+	if w.needs&needConsumer != 0 {
+		e.Consumer = x.RequestHeader(consumerHeader)
+	}
+	if w.needs&needTLS != 0 {
+		e.TLS = exchange.TLSState(x)
+	}
+	if t != nil {
+		e.UpstreamAddr, e.UpstreamStatus, e.UpstreamDuration = t.last()
+	}
+	w.log.Log(&e)
 }
 
 // unsampled returns the span context of a request that is not sampled:
@@ -278,6 +344,20 @@ func addrParts(a net.Addr) (string, int) {
 	}
 	n, _ := strconv.Atoi(port)
 	return host, n
+}
+
+// bodySize is the number of body bytes the response sends: none for
+// HEAD and for statuses without a body; the page the server renders for
+// an error (errorBodySize); else the buffered body's length or the
+// Content-Length header's (files and streams), else 0.
+func bodySize(x exchange.Exchange, mi, status int, err error) int64 {
+	if mi == methodHEAD || status < 200 || status == 204 || status == 304 {
+		return 0
+	}
+	if err != nil {
+		return errorBodySize(err, status)
+	}
+	return responseSize(x)
 }
 
 // responseSize is the body length: the buffered body's, else the

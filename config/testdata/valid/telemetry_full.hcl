@@ -16,6 +16,8 @@ telemetry {
   access_log {
     format = "clf"
     output = "logs/access.log"
+    fields = ["host", "site", "route", "duration", "trace_id", "span_id", "request_id", "consumer",
+    "upstream_addr", "upstream_status", "upstream_duration", "tls_version", "tls_cipher", "tls_server_name"]
   }
 }
 

@@ -1,0 +1,14 @@
+telemetry {
+  access_log {
+    format = "json"
+    fields = []
+  }
+}
+
+site "*" {
+  route "/" {
+    respond {
+      status = 200
+    }
+  }
+}
