@@ -316,6 +316,16 @@ func TestCORS(t *testing.T) {
 			t.Errorf("preflight %s: %q, want %q", k, got, want)
 		}
 	}
+	// One Vary field on a preflight, naming all three request fields.
+	var vary []string
+	for _, h := range x.RespHdr {
+		if strings.EqualFold(h.Name, "Vary") {
+			vary = append(vary, h.Value)
+		}
+	}
+	if len(vary) != 1 || vary[0] != "Origin, Access-Control-Request-Method, Access-Control-Request-Headers" {
+		t.Errorf("preflight Vary: %q, want one field", vary)
+	}
 
 	x = filtertest.NewExchange("GET", "/r", "Origin", "https://app.example")
 	if res := do(t, f, x, nil); !res.Continued || x.RespHeader("Access-Control-Allow-Origin") != "https://app.example" || x.RespHeader("Access-Control-Expose-Headers") != "X-Total" {

@@ -239,6 +239,15 @@ func TestHTTPSRedirectAndHSTS(t *testing.T) {
 	if resp.Header.Get("Strict-Transport-Security") != "" {
 		t.Error("HSTS sent over plain HTTP")
 	}
+	// The redirect goes only to a name the site serves (as Caddy's): a
+	// Host it does not serve, which reached it as the plain listener's
+	// default site, is sent to the site's own name, never to that Host.
+	for _, host := range []string{"evil.example", "evil.example:" + tlsPortOf(plain), "127.0.0.1"} {
+		resp, _ := tlsGet(t, c, "http://"+plain+"/x", "Host", host)
+		if want := "https://a.test:" + tlsPortOf(tlsAddr) + "/x"; resp.StatusCode != http.StatusPermanentRedirect || resp.Header.Get("Location") != want {
+			t.Errorf("Host %q: %d %q, want 308 %q", host, resp.StatusCode, resp.Header.Get("Location"), want)
+		}
+	}
 	for _, proto := range []string{"h1", "h2"} {
 		c := e.client(t, proto, nil)
 		resp, _ := tlsGet(t, c, "https://a.test:"+tlsPortOf(tlsAddr)+"/")

@@ -75,14 +75,15 @@ static bool allowed(sluice_str origin) {
 }
 
 /* allow_origin sets Access-Control-Allow-Origin (and credentials) on the
- * response. */
-static void allow_origin(sluice_str origin) {
+ * response; vary adds "Vary: Origin" when the answer depends on it (a
+ * preflight has its own, longer Vary already: one field, not two). */
+static void allow_origin(sluice_str origin, bool vary) {
   /* "*" cannot carry credentials: echo the origin instead. */
   if (any_origin && !credentials) {
     sluice_header_set(SLUICE_RESPONSE, sluice_s("Access-Control-Allow-Origin"), sluice_s("*"));
   } else {
     sluice_header_set(SLUICE_RESPONSE, sluice_s("Access-Control-Allow-Origin"), origin);
-    sluice_header_add(SLUICE_RESPONSE, sluice_s("Vary"), sluice_s("Origin"));
+    if (vary) sluice_header_add(SLUICE_RESPONSE, sluice_s("Vary"), sluice_s("Origin"));
   }
   if (credentials) sluice_header_set(SLUICE_RESPONSE, sluice_s("Access-Control-Allow-Credentials"), sluice_s("true"));
 }
@@ -100,7 +101,7 @@ int sluice_on_request(void) {
   sluice_set_status(204);
   sluice_header_add(SLUICE_RESPONSE, sluice_s("Vary"), sluice_s("Origin, Access-Control-Request-Method, Access-Control-Request-Headers"));
   if (allowed(origin)) {
-    allow_origin(origin);
+    allow_origin(origin, false);
     sluice_header_set(SLUICE_RESPONSE, sluice_s("Access-Control-Allow-Methods"), methods);
     sluice_str req_headers;
     if (allow_headers.len)
@@ -117,6 +118,6 @@ void sluice_on_response(uint32_t ctx, bool is_error) {
   (void)ctx;
   sluice_str origin;
   if (is_error || !sluice_header_get(SLUICE_REQUEST, sluice_s("Origin"), &origin) || !allowed(origin)) return;
-  allow_origin(origin);
+  allow_origin(origin, true);
   if (expose_headers.len) sluice_header_set(SLUICE_RESPONSE, sluice_s("Access-Control-Expose-Headers"), expose_headers);
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/host/exchange"
 	"github.com/sluicehq/sluice/host/frontdoor"
+	"github.com/sluicehq/sluice/host/internal/hostname"
 	_ "github.com/sluicehq/sluice/host/handlers" // every route block config decodes
 	"github.com/sluicehq/sluice/host/observe"
 	"github.com/sluicehq/sluice/host/proxy"
@@ -184,7 +185,12 @@ func buildRoute(r *config.Route, d Deps, g *Generation) (exchange.Handler, error
 }
 
 // httpsRedirect answers plain-HTTP requests for a TLS site with a
-// permanent redirect to the same host (without the plain port) and URI.
+// permanent redirect to https, on the site's TLS port, for the same URI.
+// As Caddy, it redirects only to a name the site serves: a Host of one
+// of its names (or wildcards) keeps that name; any other Host (the site
+// reached as the listener's default, an IP address, a name an attacker
+// chose) is sent to the site's own name, or gets 404 when that is a
+// wildcard, so the redirect can never point at a foreign host.
 func httpsRedirect(s *config.Site) exchange.Handler {
 	port := ""
 	if len(s.Listen) > 0 {
@@ -192,16 +198,26 @@ func httpsRedirect(s *config.Site) exchange.Handler {
 			port = s.Listen[0][i:]
 		}
 	}
+	served := hostname.New[bool]()
+	for _, n := range append([]string{s.Name}, s.Aliases...) {
+		served.Add(n, true)
+	}
+	fallback := s.Name
+	if strings.Contains(fallback, "*") || fallback == "" || fallback == "_" {
+		fallback = ""
+	}
 	return exchange.HandlerFunc(func(x exchange.Exchange) error {
-		host := string(x.Host())
-		if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.HasSuffix(host, "]") {
-			host = host[:i]
+		var buf [hostname.MaxLen]byte
+		host, ok := hostname.Fold(&buf, x.Host())
+		target := fallback
+		if _, known := served.Lookup(x.Host()); ok && known {
+			target = string(host)
 		}
-		if host == "" {
-			host = s.Name
+		if target == "" {
+			return errNotFound
 		}
 		x.SetStatus(http.StatusPermanentRedirect)
-		x.SetResponseHeader("Location", "https://"+host+port+string(x.RequestURI()))
+		x.SetResponseHeader("Location", "https://"+target+port+string(x.RequestURI()))
 		x.SetResponseHeader("Content-Type", "text/plain; charset=utf-8")
 		x.SetBody([]byte("redirecting to https\n"))
 		return nil
