@@ -37,6 +37,9 @@ type modulePool struct {
 }
 
 func (f *Filter) newModulePool(ctx context.Context, m *Module) (*modulePool, error) {
+	if _, ok := m.binding.(httpwasm.Binding); !ok { // Filter's phases are http-wasm's
+		return nil, fmt.Errorf("module %s is a %s guest; a filter runs http-wasm guests", m.digest, m.binding.Name())
+	}
 	if need := int64(m.info.MemoryMinPages) * memlimit.PageSize; need > f.opts.MemoryLimit {
 		return nil, fmt.Errorf("module %s needs %d bytes of memory at start, over the memory limit of %d", m.digest, need, f.opts.MemoryLimit)
 	}
