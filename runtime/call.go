@@ -64,7 +64,7 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 	held := mp.features&httpwasm.FeatureBufferRequest != 0
 	if held {
 		if body, err = f.readRequestBody(x); err != nil {
-			mp.release()
+			mp.Release()
 			return Call{}, f.finish(span, mp, httpwasm.PhaseRequest, bodyOutcome(err), start, err)
 		}
 		now = mono()
@@ -72,12 +72,12 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 	var inst *instance
 	for {
 		var ok bool
-		if inst, ok = mp.idle.TryGet(); !ok {
-			inst, err = mp.idle.Get(f.opts.Timeout)
+		if inst, ok = mp.Idle.TryGet(); !ok {
+			inst, err = mp.Idle.Get(f.opts.Timeout)
 			now = mono()
 		}
 		if err != nil {
-			mp.release()
+			mp.Release()
 			if errors.Is(err, pool.ErrTimeout) {
 				return Call{}, f.finish(span, mp, httpwasm.PhaseRequest, OutcomeOverload, start, ErrOverload)
 			}
@@ -111,7 +111,7 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 		inst.inv.Rollback(x)
 		outcome, cause := f.classify(inst, callErr, fired)
 		inst.mu.Unlock()
-		mp.release()
+		mp.Release()
 		return Call{}, f.finish(span, mp, httpwasm.PhaseRequest, outcome, start, cause)
 	}
 	var c Call
@@ -129,7 +129,7 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 	}
 	inst.mu.Unlock()
 	if keep {
-		mp.idle.Put(inst)
+		mp.Idle.Put(inst)
 	}
 	if endErr != nil {
 		// A body read the host stopped (over max_buffer, too slow) or
@@ -138,12 +138,12 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 		if c.Continues() {
 			c.Release()
 		} else {
-			mp.release()
+			mp.Release()
 		}
 		return Call{}, f.finish(span, mp, httpwasm.PhaseRequest, bodyOutcome(endErr), start, endErr)
 	}
 	if !c.Continues() {
-		mp.release()
+		mp.Release()
 		f.finish(span, mp, httpwasm.PhaseRequest, OutcomeAnswered, start, nil)
 		return Call{}, nil
 	}
@@ -176,7 +176,7 @@ func (c *Call) HandleResponse(x HTTP, isError bool) error {
 			inst.closeLocked()
 		}
 		inst.mu.Unlock()
-		c.mp.release()
+		c.mp.Release()
 		return f.finish(span, c.mp, httpwasm.PhaseResponse, OutcomeError, start, ErrInstanceGone)
 	}
 	inst.inv.Begin(x, httpwasm.PhaseResponse, c.features)
@@ -237,9 +237,9 @@ func (c *Call) end() {
 	keep := c.f.opts.Reset == ResetRequest && inst.resetLocked()
 	inst.mu.Unlock()
 	if keep {
-		c.mp.idle.Put(inst)
+		c.mp.Idle.Put(inst)
 	}
-	c.mp.release()
+	c.mp.Release()
 }
 
 // classify turns a wazero error into an outcome and a cause wrapping the

@@ -280,8 +280,8 @@ func (inst *instance) retireLocked() {
 	if inst.outstanding == 0 {
 		inst.closeLocked()
 	}
-	if !inst.mp.retiring.Load() {
-		inst.mp.replace()
+	if !inst.mp.Retiring() {
+		inst.mp.Replace()
 	}
 }
 
