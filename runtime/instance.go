@@ -93,11 +93,7 @@ func (mp *modulePool) instantiate(ctx context.Context, snap *snapEntry, take boo
 		cfg = cfg.WithStderr(guestlog.New(log, slog.LevelWarn, "stderr"))
 	}
 	if snap != nil {
-		if snap.image != nil {
-			inst.Mem.Map(snap.image)
-		} else {
-			inst.Mem.Reserve(uint64(snap.snap.Size()))
-		}
+		inst.PrepareSnapshot(snap.snap, snap.image)
 	}
 	ictx, cancel := context.WithTimeout(ctx, f.opts.InitTimeout)
 	defer cancel()
@@ -116,35 +112,20 @@ func (mp *modulePool) instantiate(ctx context.Context, snap *snapEntry, take boo
 		_ = mod.Close(ctx)
 		return nil, "", fmt.Errorf("instantiate %s: %w", mp.m.digest, err)
 	}
-	why := mp.m.noSnapshot
-	if snap != nil || take && why == "" {
-		inst.State, err = snapshot.Open(mod)
-		if err != nil {
-			why = "wazero's module instance is not the one sluice knows: " + err.Error()
-		}
-	}
 	if snap != nil {
-		switch {
-		case inst.State == nil:
-			err = errors.New(why)
-		case snap.image != nil && inst.Mem.Mapped() == nil:
-			// The memory maps the snapshot's: nothing to copy. Without
-			// the bare module, instantiation wrote the data segments
-			// over it; those pages are dropped.
-			err = inst.State.Adopt(snap.snap)
-			if err == nil && !bare {
-				err = inst.Mem.Revert(snap.snap.Size())
-			}
-		default: // no image, or it could not be mapped: copy
-			err = inst.State.Restore(snap.snap, bare)
-		}
-		if err != nil {
+		if err := inst.FromSnapshot(snap.snap, snap.image, bare); err != nil {
 			_ = inst.Instance.Close()
 			return nil, "", fmt.Errorf("instantiate %s from its snapshot: %w", mp.m.digest, err)
 		}
 		inst.inv.InitFeatures = snap.features
 		f.restores.Add(1)
 		return mp.ready(inst, rec), "", nil
+	}
+	why := mp.m.noSnapshot
+	if take && why == "" {
+		if inst.State, err = snapshot.Open(mod); err != nil {
+			why = core.NotKnown + ": " + err.Error()
+		}
 	}
 	var pristine snapshot.Pristine
 	if take && inst.State != nil {
