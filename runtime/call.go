@@ -94,34 +94,24 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 		inst.mu.Unlock()
 	}
 
-	inst.inv.Begin(x, httpwasm.PhaseRequest, mp.features)
-	if held {
-		inst.inv.HoldRequestBody(body)
-	}
-	stack := inst.stack[:1]
-	fired, callErr := inst.call(inst.handleReq, stack, now, f.opts.Timeout)
-	ctxNext := stack[0]
-	next := callErr == nil && uint32(ctxNext) != 0
-	features := inst.inv.Features()
-	endErr := inst.inv.End(next)
-	if callErr != nil || fired {
+	r := inst.drv.HandleRequest(&inst.Instance, x, mp.features, body, held, now, f.opts.Timeout)
+	if r.CallErr != nil || r.Fired {
 		inst.retireLocked()
 	}
-	if callErr != nil {
-		inst.inv.Rollback(x)
-		outcome, cause := f.classify(inst, callErr, fired)
+	if r.CallErr != nil {
+		outcome, cause := f.classify(inst, r.CallErr, r.Fired)
 		inst.mu.Unlock()
 		mp.Release()
 		return Call{}, f.finish(span, mp, httpwasm.PhaseRequest, outcome, start, cause)
 	}
 	var c Call
-	if next {
+	if r.Next {
 		inst.outstanding++
-		c = Call{f: f, mp: mp, inst: inst, reqCtx: uint32(ctxNext >> 32), features: features}
+		c = Call{f: f, mp: mp, inst: inst, reqCtx: r.ReqCtx, features: r.Features}
 	}
 	keep := !inst.retired.Load()
 	if keep && f.opts.Reset == ResetRequest {
-		if next {
+		if r.Next {
 			keep = false // held until the request ends; see Call.end
 		} else {
 			keep = inst.resetLocked()
@@ -131,7 +121,7 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 	if keep {
 		mp.Idle.Put(inst)
 	}
-	if endErr != nil {
+	if r.EndErr != nil {
 		// A body read the host stopped (over max_buffer, too slow) or
 		// that failed: the guest returned normally and its instance is
 		// back in the pool, but the request fails.
@@ -140,7 +130,7 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 		} else {
 			mp.Release()
 		}
-		return Call{}, f.finish(span, mp, httpwasm.PhaseRequest, bodyOutcome(endErr), start, endErr)
+		return Call{}, f.finish(span, mp, httpwasm.PhaseRequest, bodyOutcome(r.EndErr), start, r.EndErr)
 	}
 	if !c.Continues() {
 		mp.Release()
@@ -179,15 +169,7 @@ func (c *Call) HandleResponse(x HTTP, isError bool) error {
 		c.mp.Release()
 		return f.finish(span, c.mp, httpwasm.PhaseResponse, OutcomeError, start, ErrInstanceGone)
 	}
-	inst.inv.Begin(x, httpwasm.PhaseResponse, c.features)
-	stack := inst.stack[:2]
-	stack[0] = uint64(c.reqCtx)
-	stack[1] = 0
-	if isError {
-		stack[1] = 1
-	}
-	fired, callErr := inst.call(inst.handleResp, stack, now, f.opts.Timeout)
-	endErr := inst.inv.End(false)
+	fired, callErr, endErr := inst.drv.HandleResponse(&inst.Instance, x, c.features, c.reqCtx, isError, now, f.opts.Timeout)
 	inst.outstanding--
 	if callErr != nil || fired {
 		inst.retireLocked()
@@ -198,7 +180,6 @@ func (c *Call) HandleResponse(x HTTP, isError bool) error {
 	var outcome string
 	var cause error
 	if callErr != nil {
-		inst.inv.Rollback(x)
 		outcome, cause = f.classify(inst, callErr, fired)
 	}
 	c.end()

@@ -126,7 +126,7 @@ func (f *Filter) newModulePool(ctx context.Context, m *Module) (*modulePool, err
 		_ = m.Close(ctx)
 		return nil, errs[i]
 	}
-	mp.features = insts[0].inv.InitFeatures
+	mp.features = insts[0].drv.Inv.InitFeatures
 	for _, inst := range insts {
 		mp.Idle.Put(inst)
 	}
