@@ -64,7 +64,7 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 	held := mp.features&httpwasm.FeatureBufferRequest != 0
 	if held {
 		if body, err = f.readRequestBody(x); err != nil {
-			mp.release()
+			mp.Release()
 			return Call{}, f.finish(span, mp, httpwasm.PhaseRequest, bodyOutcome(err), start, err)
 		}
 		now = mono()
@@ -72,12 +72,12 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 	var inst *instance
 	for {
 		var ok bool
-		if inst, ok = mp.idle.TryGet(); !ok {
-			inst, err = mp.idle.Get(f.opts.Timeout)
+		if inst, ok = mp.Idle.TryGet(); !ok {
+			inst, err = mp.Idle.Get(f.opts.Timeout)
 			now = mono()
 		}
 		if err != nil {
-			mp.release()
+			mp.Release()
 			if errors.Is(err, pool.ErrTimeout) {
 				return Call{}, f.finish(span, mp, httpwasm.PhaseRequest, OutcomeOverload, start, ErrOverload)
 			}
@@ -94,34 +94,24 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 		inst.mu.Unlock()
 	}
 
-	inst.inv.Begin(x, httpwasm.PhaseRequest, mp.features)
-	if held {
-		inst.inv.HoldRequestBody(body)
-	}
-	stack := inst.stack[:1]
-	fired, callErr := inst.call(inst.handleReq, stack, now, f.opts.Timeout)
-	ctxNext := stack[0]
-	next := callErr == nil && uint32(ctxNext) != 0
-	features := inst.inv.Features()
-	endErr := inst.inv.End(next)
-	if callErr != nil || fired {
+	r := inst.drv.HandleRequest(&inst.Instance, x, mp.features, body, held, now, f.opts.Timeout)
+	if r.CallErr != nil || r.Fired {
 		inst.retireLocked()
 	}
-	if callErr != nil {
-		inst.inv.Rollback(x)
-		outcome, cause := f.classify(inst, callErr, fired)
+	if r.CallErr != nil {
+		outcome, cause := f.classify(inst, r.CallErr, r.Fired)
 		inst.mu.Unlock()
-		mp.release()
+		mp.Release()
 		return Call{}, f.finish(span, mp, httpwasm.PhaseRequest, outcome, start, cause)
 	}
 	var c Call
-	if next {
+	if r.Next {
 		inst.outstanding++
-		c = Call{f: f, mp: mp, inst: inst, reqCtx: uint32(ctxNext >> 32), features: features}
+		c = Call{f: f, mp: mp, inst: inst, reqCtx: r.ReqCtx, features: r.Features}
 	}
 	keep := !inst.retired.Load()
 	if keep && f.opts.Reset == ResetRequest {
-		if next {
+		if r.Next {
 			keep = false // held until the request ends; see Call.end
 		} else {
 			keep = inst.resetLocked()
@@ -129,21 +119,21 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 	}
 	inst.mu.Unlock()
 	if keep {
-		mp.idle.Put(inst)
+		mp.Idle.Put(inst)
 	}
-	if endErr != nil {
+	if r.EndErr != nil {
 		// A body read the host stopped (over max_buffer, too slow) or
 		// that failed: the guest returned normally and its instance is
 		// back in the pool, but the request fails.
 		if c.Continues() {
 			c.Release()
 		} else {
-			mp.release()
+			mp.Release()
 		}
-		return Call{}, f.finish(span, mp, httpwasm.PhaseRequest, bodyOutcome(endErr), start, endErr)
+		return Call{}, f.finish(span, mp, httpwasm.PhaseRequest, bodyOutcome(r.EndErr), start, r.EndErr)
 	}
 	if !c.Continues() {
-		mp.release()
+		mp.Release()
 		f.finish(span, mp, httpwasm.PhaseRequest, OutcomeAnswered, start, nil)
 		return Call{}, nil
 	}
@@ -176,18 +166,10 @@ func (c *Call) HandleResponse(x HTTP, isError bool) error {
 			inst.closeLocked()
 		}
 		inst.mu.Unlock()
-		c.mp.release()
+		c.mp.Release()
 		return f.finish(span, c.mp, httpwasm.PhaseResponse, OutcomeError, start, ErrInstanceGone)
 	}
-	inst.inv.Begin(x, httpwasm.PhaseResponse, c.features)
-	stack := inst.stack[:2]
-	stack[0] = uint64(c.reqCtx)
-	stack[1] = 0
-	if isError {
-		stack[1] = 1
-	}
-	fired, callErr := inst.call(inst.handleResp, stack, now, f.opts.Timeout)
-	endErr := inst.inv.End(false)
+	fired, callErr, endErr := inst.drv.HandleResponse(&inst.Instance, x, c.features, c.reqCtx, isError, now, f.opts.Timeout)
 	inst.outstanding--
 	if callErr != nil || fired {
 		inst.retireLocked()
@@ -198,7 +180,6 @@ func (c *Call) HandleResponse(x HTTP, isError bool) error {
 	var outcome string
 	var cause error
 	if callErr != nil {
-		inst.inv.Rollback(x)
 		outcome, cause = f.classify(inst, callErr, fired)
 	}
 	c.end()
@@ -237,9 +218,9 @@ func (c *Call) end() {
 	keep := c.f.opts.Reset == ResetRequest && inst.resetLocked()
 	inst.mu.Unlock()
 	if keep {
-		c.mp.idle.Put(inst)
+		c.mp.Idle.Put(inst)
 	}
-	c.mp.release()
+	c.mp.Release()
 }
 
 // classify turns a wazero error into an outcome and a cause wrapping the

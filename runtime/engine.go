@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/sluicehq/sluice/runtime/internal/core"
 	"github.com/sluicehq/sluice/runtime/internal/httpwasm"
 	"github.com/sluicehq/sluice/runtime/internal/interrupt"
 	"github.com/sluicehq/sluice/runtime/internal/loopcheck"
@@ -90,7 +92,8 @@ type moduleEntry struct {
 	refs  int
 }
 
-// NewEngine starts the runtime and defines the http_handler host module.
+// NewEngine starts the runtime and defines the host modules of each
+// binding (http-wasm's http_handler).
 func NewEngine(ctx context.Context, opts EngineOptions) (*Engine, error) {
 	e := &Engine{
 		log:     opts.Logger,
@@ -141,9 +144,11 @@ func NewEngine(ctx context.Context, opts EngineOptions) (*Engine, error) {
 						WithCloseOnContextDone(!opts.noDeadlines) // loop checks; see package interrupt
 	e.rt = wazero.NewRuntimeWithConfig(ctx, cfg)
 	loopcheck.Thin(e.rt) // most loop checks return at once; see package loopcheck
-	if _, err := httpwasm.Instantiate(ctx, e.rt); err != nil {
-		_ = e.rt.Close(ctx)
-		return nil, fmt.Errorf("runtime: define %s: %w", httpwasm.ModuleName, err)
+	for _, b := range bindings {
+		if err := b.Define(ctx, e.rt, opts.Services); err != nil {
+			_ = e.rt.Close(ctx)
+			return nil, fmt.Errorf("runtime: %s: %w", b.Name(), err)
+		}
 	}
 	return e, nil
 }
@@ -172,7 +177,8 @@ type Module struct {
 	e        *Engine
 	digest   string
 	compiled wazero.CompiledModule
-	info     httpwasm.Info
+	binding  core.Binding // the ABI whose check accepted the module
+	info     core.Info
 	// startSection: wazero runs a function while instantiating, which
 	// only its own goroutine per call can interrupt; see detachWatcher.
 	startSection bool
@@ -239,12 +245,12 @@ func (e *Engine) compile(ctx context.Context, digest string, wasm []byte) (*Modu
 	if err != nil {
 		return nil, fmt.Errorf("compile %s: %w", digest, err)
 	}
-	info, err := httpwasm.Check(compiled)
+	b, info, err := pickBinding(compiled)
 	if err != nil {
 		_ = compiled.Close(ctx)
 		return nil, fmt.Errorf("compile %s: %w", digest, err)
 	}
-	m := &Module{e: e, digest: digest, compiled: compiled, info: info, startSection: interrupt.HasStartSection(wasm), snaps: map[string]*snapEntry{}}
+	m := &Module{e: e, digest: digest, compiled: compiled, binding: b, info: info, startSection: interrupt.HasStartSection(wasm), snaps: map[string]*snapEntry{}}
 	code, err := snapshot.Scan(wasm)
 	switch {
 	case err != nil:
@@ -262,6 +268,29 @@ func (e *Engine) compile(ctx context.Context, digest string, wasm []byte) (*Modu
 		}
 	}
 	return m, nil
+}
+
+// bindings are the ABIs the engine serves, in the order their checks are
+// tried: a second ABI is a second binding package and an entry here.
+// Filter's phases drive http-wasm's exports (call.go).
+var bindings = []core.Binding{httpwasm.Binding{}}
+
+// pickBinding returns the binding whose check accepts compiled. When none
+// does, the error says why for each (for the one binding there is, its
+// own reason, as before).
+func pickBinding(compiled wazero.CompiledModule) (core.Binding, core.Info, error) {
+	var errs []error
+	for _, b := range bindings {
+		info, err := b.Check(compiled)
+		if err == nil {
+			return b, info, nil
+		}
+		if len(bindings) > 1 {
+			err = fmt.Errorf("not a %s guest: %w", b.Name(), err)
+		}
+		errs = append(errs, err)
+	}
+	return nil, core.Info{}, errors.Join(errs...)
 }
 
 // retain takes another reference to m (a filter's module pool using it).
@@ -305,7 +334,7 @@ func (e *Engine) ensureWASI(ctx context.Context) error {
 		return nil
 	}
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.rt); err != nil {
-		return fmt.Errorf("define %s: %w", httpwasm.WASIModule, err)
+		return fmt.Errorf("define %s: %w", core.WASIModule, err)
 	}
 	e.wasi = true
 	return nil

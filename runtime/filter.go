@@ -120,7 +120,7 @@ func (f *Filter) Swap(ctx context.Context, m *Module) error {
 	f.swaps.Add(1)
 	f.lastSwap.Store(time.Now().UnixNano())
 	if old != nil {
-		old.retire()
+		old.Retire()
 		f.log.Info("filter swapped", "from", old.m.digest, "to", m.digest)
 	}
 	return nil
@@ -144,7 +144,7 @@ func (f *Filter) Close(ctx context.Context) error {
 	mp := f.cur.Swap(nil)
 	f.swapMu.Unlock()
 	if mp != nil {
-		mp.retire()
+		mp.Retire()
 	}
 	done := make(chan struct{})
 	go func() { f.pools.Wait(); close(done) }()
@@ -163,7 +163,7 @@ func (f *Filter) acquire() (*modulePool, error) {
 		if mp == nil {
 			return nil, ErrClosed
 		}
-		if mp.refs.Acquire() {
+		if mp.Acquire() {
 			return mp, nil
 		}
 		// mp drained between Load and Acquire: a swap happened; reload.

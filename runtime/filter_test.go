@@ -495,6 +495,42 @@ func TestFilter_ResponseAfterInstanceTimedOut(t *testing.T) {
 	}
 }
 
+func TestFilter_ResumedInstanceDeadline(t *testing.T) {
+	// A response phase that loops on an instance another request's
+	// timeout already interrupted (and resume put back) is stopped at its
+	// own deadline too: resume leaves the instance's deadline as new. The
+	// request after it on the same instance still gets its echo.
+	ev := newEnv(t)
+	f := ev.filter(t, "reqctx_loop", runtime.FilterOptions{PoolSize: 1, Timeout: 50 * time.Millisecond})
+	xLoop := filtertest.NewExchange("GET", "/", "x-id", "a", "x-loop-response", "1")
+	xOK := filtertest.NewExchange("GET", "/", "x-id", "b")
+	cLoop, err := f.HandleRequest(xLoop)
+	if err != nil || cLoop == nil {
+		t.Fatal(cLoop, err)
+	}
+	cOK, err := f.HandleRequest(xOK)
+	if err != nil || cOK == nil {
+		t.Fatal(cOK, err)
+	}
+	if _, err := f.HandleRequest(filtertest.NewExchange("GET", "/", "x-loop", "1")); !errors.Is(err, runtime.ErrTimeout) {
+		t.Fatalf("looping request: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cLoop.HandleResponse(xLoop, false) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, runtime.ErrTimeout) {
+			t.Fatalf("looping response phase on the resumed instance: %v, want ErrTimeout", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("looping response phase on the resumed instance not stopped: its deadline did not fire")
+	}
+	if err := cOK.HandleResponse(xOK, false); err != nil || xOK.RespHeader("x-id-echo") != "b" {
+		t.Fatalf("the last request on the instance: %v, echo %q; want nil, b", err, xOK.RespHeader("x-id-echo"))
+	}
+	waitFor(t, func() bool { return f.Stats().Live == 1 })
+}
+
 func TestEngine_CompileErrors(t *testing.T) {
 	ev := newEnv(t)
 	ctx := context.Background()

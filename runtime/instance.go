@@ -9,9 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
-	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/sluicehq/sluice/runtime/internal/core"
@@ -30,21 +28,10 @@ type instance struct {
 	core.Instance // State is nil when mp.snap is
 	mu            sync.Mutex
 	mp            *modulePool
-	handleReq     api.Function
-	handleResp    api.Function
-	inv           httpwasm.Invocation
-	stack         [2]uint64
-	outstanding   int // Calls waiting for handle_response
+	drv           httpwasm.Driver // drv.Inv is the state of its calls
+	outstanding   int             // Calls waiting for handle_response
 	retired       atomic.Bool
 	closed        bool
-}
-
-// call runs fn on the instance under the deadline timeout from now
-// (mono), which the host functions see too; it reports whether the
-// deadline fired.
-func (inst *instance) call(fn api.Function, stack []uint64, now int64, timeout time.Duration) (fired bool, err error) {
-	inst.inv.Deadline = core.MonoTime(now + int64(timeout))
-	return inst.Call(fn, stack, now, timeout)
 }
 
 // mono is the core's monotonic clock (nanoseconds): one clock read.
@@ -71,18 +58,18 @@ func (mp *modulePool) startUp(ctx context.Context) (*instance, string, error) {
 func (mp *modulePool) instantiate(ctx context.Context, snap *snapEntry, take bool) (*instance, string, error) {
 	f := mp.f
 	inst := &instance{mp: mp}
-	inst.Init(httpwasm.InvocationKey{}, &inst.inv)
-	inst.inv.Config = f.opts.Config
+	inst.Init(httpwasm.InvocationKey{}, &inst.drv.Inv)
+	inst.drv.Inv.Config = f.opts.Config
 	// What the guest logs and writes while it starts is held: logged
 	// when it started, the error's own text when it failed.
 	rec := guestlog.NewRecorder(f.guestLog.Handler())
 	log := slog.New(rec)
-	inst.inv.Logger = log
-	inst.inv.MaxBuffer = f.opts.MaxBuffer
+	inst.drv.Inv.Logger = log
+	inst.drv.Inv.MaxBuffer = f.opts.MaxBuffer
 	// A host call waiting on the client or the next handler's body gives
 	// up a quarter of the timeout before the deadline, which leaves the
 	// guest that long to return after its body ended early.
-	inst.inv.Reserve = f.opts.Timeout / 4
+	inst.drv.Inv.Reserve = f.opts.Timeout / 4
 	inst.Mem = memlimit.New(uint64(f.opts.MemoryLimit))
 
 	cfg := mp.cfg
@@ -93,16 +80,12 @@ func (mp *modulePool) instantiate(ctx context.Context, snap *snapEntry, take boo
 		cfg = cfg.WithStderr(guestlog.New(log, slog.LevelWarn, "stderr"))
 	}
 	if snap != nil {
-		if snap.image != nil {
-			inst.Mem.Map(snap.image)
-		} else {
-			inst.Mem.Reserve(uint64(snap.snap.Size()))
-		}
+		inst.PrepareSnapshot(snap.snap, snap.image)
 	}
 	ictx, cancel := context.WithTimeout(ctx, f.opts.InitTimeout)
 	defer cancel()
 	ictx = memlimit.With(ictx, inst.Mem)
-	ictx = httpwasm.WithInvocation(ictx, &inst.inv)
+	ictx = httpwasm.WithInvocation(ictx, &inst.drv.Inv)
 	compiled, bare := mp.m.compiled, false
 	if snap != nil && mp.m.bare != nil {
 		compiled, bare = mp.m.bare, true
@@ -116,42 +99,27 @@ func (mp *modulePool) instantiate(ctx context.Context, snap *snapEntry, take boo
 		_ = mod.Close(ctx)
 		return nil, "", fmt.Errorf("instantiate %s: %w", mp.m.digest, err)
 	}
-	why := mp.m.noSnapshot
-	if snap != nil || take && why == "" {
-		inst.State, err = snapshot.Open(mod)
-		if err != nil {
-			why = "wazero's module instance is not the one sluice knows: " + err.Error()
-		}
-	}
 	if snap != nil {
-		switch {
-		case inst.State == nil:
-			err = errors.New(why)
-		case snap.image != nil && inst.Mem.Mapped() == nil:
-			// The memory maps the snapshot's: nothing to copy. Without
-			// the bare module, instantiation wrote the data segments
-			// over it; those pages are dropped.
-			err = inst.State.Adopt(snap.snap)
-			if err == nil && !bare {
-				err = inst.Mem.Revert(snap.snap.Size())
-			}
-		default: // no image, or it could not be mapped: copy
-			err = inst.State.Restore(snap.snap, bare)
-		}
-		if err != nil {
+		if err := inst.FromSnapshot(snap.snap, snap.image, bare); err != nil {
 			_ = inst.Instance.Close()
 			return nil, "", fmt.Errorf("instantiate %s from its snapshot: %w", mp.m.digest, err)
 		}
-		inst.inv.InitFeatures = snap.features
+		inst.drv.Inv.InitFeatures = snap.features
 		f.restores.Add(1)
 		return mp.ready(inst, rec), "", nil
+	}
+	why := mp.m.noSnapshot
+	if take && why == "" {
+		if inst.State, err = snapshot.Open(mod); err != nil {
+			why = core.NotKnown + ": " + err.Error()
+		}
 	}
 	var pristine snapshot.Pristine
 	if take && inst.State != nil {
 		pristine = inst.State.Pristine()
 	}
 	if start := mp.m.info.Start; start != "" {
-		fired, err := inst.call(mod.ExportedFunction(start), nil, mono(), f.opts.InitTimeout)
+		fired, err := inst.drv.Start(&inst.Instance, mod.ExportedFunction(start), mono(), f.opts.InitTimeout)
 		var exit *sys.ExitError
 		switch {
 		case fired:
@@ -176,7 +144,7 @@ func (mp *modulePool) instantiate(ctx context.Context, snap *snapEntry, take boo
 			why = err.Error()
 			inst.State = nil
 		} else {
-			mp.snap = mp.m.newSnapEntry(sn, inst.inv.InitFeatures)
+			mp.snap = mp.m.newSnapEntry(sn, inst.drv.Inv.InitFeatures)
 			mp.m.keepSnapshot(mp.snapKey, mp.snap)
 		}
 	}
@@ -187,9 +155,8 @@ func (mp *modulePool) instantiate(ctx context.Context, snap *snapEntry, take boo
 // goes to the log, its exports are looked up, it counts as live.
 func (mp *modulePool) ready(inst *instance, rec *guestlog.Recorder) *instance {
 	rec.Release()
-	inst.inv.Logger = mp.f.guestLog
-	inst.handleReq = inst.Mod.ExportedFunction(httpwasm.FuncHandleRequest)
-	inst.handleResp = inst.Mod.ExportedFunction(httpwasm.FuncHandleResponse)
+	inst.drv.Inv.Logger = mp.f.guestLog
+	inst.drv.Bind(inst.Mod)
 	mp.f.live.Add(1)
 	return inst
 }
@@ -280,8 +247,8 @@ func (inst *instance) retireLocked() {
 	if inst.outstanding == 0 {
 		inst.closeLocked()
 	}
-	if !inst.mp.retiring.Load() {
-		inst.mp.replace()
+	if !inst.mp.Retiring() {
+		inst.mp.Replace()
 	}
 }
 

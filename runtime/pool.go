@@ -6,28 +6,25 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/tetratelabs/wazero"
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/sluicehq/sluice/runtime/internal/core"
 	"github.com/sluicehq/sluice/runtime/internal/httpwasm"
 	"github.com/sluicehq/sluice/runtime/internal/memlimit"
-	"github.com/sluicehq/sluice/runtime/internal/pool"
 )
 
 // modulePool is a filter's pool of instances of one module (Swap makes
-// a new one; the host's config generations are another thing). The filter
-// holds a reference while it is current; every call in flight holds one
-// too. The last release closes every instance.
+// a new one; the host's config generations are another thing): the
+// core's Pool, and what instantiating the module needs. The filter holds
+// a reference while it is current; every call in flight holds one too.
+// The last release closes every instance.
 type modulePool struct {
+	core.Pool[instance]
 	f        *Filter
 	m        *Module
 	cfg      wazero.ModuleConfig
-	idle     *pool.Pool[instance]
-	refs     pool.Refs
-	retiring atomic.Bool
 	features httpwasm.Features
 	digest   attribute.KeyValue
 	// snap is the snapshot new instances are made from; nil when the
@@ -37,6 +34,9 @@ type modulePool struct {
 }
 
 func (f *Filter) newModulePool(ctx context.Context, m *Module) (*modulePool, error) {
+	if _, ok := m.binding.(httpwasm.Binding); !ok { // Filter's phases are http-wasm's
+		return nil, fmt.Errorf("module %s is a %s guest; a filter runs http-wasm guests", m.digest, m.binding.Name())
+	}
 	if need := int64(m.info.MemoryMinPages) * memlimit.PageSize; need > f.opts.MemoryLimit {
 		return nil, fmt.Errorf("module %s needs %d bytes of memory at start, over the memory limit of %d", m.digest, need, f.opts.MemoryLimit)
 	}
@@ -76,8 +76,7 @@ func (f *Filter) newModulePool(ctx context.Context, m *Module) (*modulePool, err
 		cfg:    cfg,
 		digest: attribute.String("sluice.filter.digest", m.digest),
 	}
-	mp.idle = pool.New(f.opts.PoolSize, (*instance).isRetired)
-	mp.refs.Init(1)
+	mp.Init(f.opts.PoolSize, (*instance).isRetired, mp.newInstance, mp.shutdown, f.log)
 	m.retain()
 
 	// One instance first: it runs the guest's start-up and takes the
@@ -127,32 +126,18 @@ func (f *Filter) newModulePool(ctx context.Context, m *Module) (*modulePool, err
 		_ = m.Close(ctx)
 		return nil, errs[i]
 	}
-	mp.features = insts[0].inv.InitFeatures
+	mp.features = insts[0].drv.Inv.InitFeatures
 	for _, inst := range insts {
-		mp.idle.Put(inst)
+		mp.Idle.Put(inst)
 	}
 	f.pools.Add(1)
 	return mp, nil
 }
 
-// retire makes mp no longer current: no replacements, and it closes once
-// its calls in flight finish.
-func (mp *modulePool) retire() {
-	mp.retiring.Store(true)
-	mp.release()
-}
-
-func (mp *modulePool) release() {
-	if mp.refs.Release() {
-		mp.shutdown()
-	}
-}
-
 // shutdown runs once, when the last reference is gone: every instance
 // that is still alive is idle in the pool.
-func (mp *modulePool) shutdown() {
-	mp.idle.Close()
-	for _, inst := range mp.idle.Drain() {
+func (mp *modulePool) shutdown(idle []*instance) {
+	for _, inst := range idle {
 		inst.mu.Lock()
 		inst.retired.Store(true)
 		inst.closeLocked()
@@ -167,26 +152,4 @@ func (mp *modulePool) releaseSnapshot() {
 	if mp.snap != nil {
 		mp.m.releaseSnapshot(mp.snapKey, mp.snap)
 	}
-}
-
-// replace starts a fresh instance in place of a retired one, off the
-// request path. It retries with backoff while the module pool is current.
-func (mp *modulePool) replace() {
-	if !mp.refs.Acquire() {
-		return
-	}
-	go func() {
-		defer mp.release()
-		backoff := 100 * time.Millisecond
-		for !mp.retiring.Load() {
-			inst, err := mp.newInstance(context.Background())
-			if err == nil {
-				mp.idle.Put(inst)
-				return
-			}
-			mp.f.log.Error("filter instance replacement failed", "err", err, "retry_in", backoff)
-			time.Sleep(backoff)
-			backoff = min(2*backoff, 10*time.Second)
-		}
-	}()
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	goruntime "runtime"
 	"sync/atomic"
 	"time"
@@ -135,4 +136,42 @@ func (c *callCtx) Value(key any) any {
 		return c.i.val
 	}
 	return nil
+}
+
+// NotKnown says why a module instance can't be snapshotted when wazero's
+// internals are not the ones package snapshot reads.
+const NotKnown = "wazero's module instance is not the one sluice knows"
+
+// PrepareSnapshot readies the memory cap of an instance about to be
+// instantiated from sn: the memory maps image (copy-on-write) where there
+// is one, else sn's size is reserved for the copy. Call it before
+// instantiating, with Mem set.
+func (i *Instance) PrepareSnapshot(sn *snapshot.Snapshot, image *memlimit.Image) {
+	if image != nil {
+		i.Mem.Map(image)
+	} else {
+		i.Mem.Reserve(uint64(sn.Size()))
+	}
+}
+
+// FromSnapshot makes the instance, just instantiated (from the module
+// without its data segments when bare), a copy of sn: nothing to copy
+// when its memory maps sn's image, else sn's memory and globals are
+// copied in. On error the caller closes the instance.
+func (i *Instance) FromSnapshot(sn *snapshot.Snapshot, image *memlimit.Image, bare bool) error {
+	var err error
+	if i.State, err = snapshot.Open(i.Mod); err != nil {
+		return fmt.Errorf("%s: %w", NotKnown, err)
+	}
+	if image != nil && i.Mem.Mapped() == nil {
+		// The memory maps the snapshot's: nothing to copy. Without the
+		// bare module, instantiation wrote the data segments over it;
+		// those pages are dropped.
+		if err := i.State.Adopt(sn); err != nil || bare {
+			return err
+		}
+		return i.Mem.Revert(sn.Size())
+	}
+	// No image, or it could not be mapped: copy.
+	return i.State.Restore(sn, bare)
 }

@@ -1,25 +1,43 @@
 package httpwasm
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+
+	httpapi "github.com/sluicehq/sluice/runtime/api"
+	"github.com/sluicehq/sluice/runtime/internal/core"
 )
 
 // WASIModule is the WASI preview 1 import module.
-const WASIModule = "wasi_snapshot_preview1"
+const WASIModule = core.WASIModule
 
-// Info is what the host learns about a guest from its compiled module.
-type Info struct {
-	// WASI is true when the guest imports wasi_snapshot_preview1.
-	WASI bool
-	// Start is the export run once per instance: "_initialize" (reactors),
-	// else "_start" (TinyGo), else "".
-	Start string
-	// MemoryMinPages is the initial size of the exported memory.
-	MemoryMinPages uint32
+// Info is what the runtime learns about a guest from its compiled module.
+type Info = core.Info
+
+// Binding is the http-wasm binding of the runtime's core: its Check, and
+// the definition of its host module.
+type Binding struct{}
+
+var _ core.Binding = Binding{}
+
+// Name implements core.Binding.
+func (Binding) Name() string { return "http-wasm" }
+
+// Check implements core.Binding; see the function Check.
+func (Binding) Check(m wazero.CompiledModule) (Info, error) { return Check(m) }
+
+// Define implements core.Binding: it instantiates the http_handler host
+// module. Its host functions reach the host's services through the
+// Invocation of each call (its Logger is Services.Log's).
+func (Binding) Define(ctx context.Context, rt wazero.Runtime, _ httpapi.Services) error {
+	if _, err := Instantiate(ctx, rt); err != nil {
+		return fmt.Errorf("define %s: %w", ModuleName, err)
+	}
+	return nil
 }
 
 // Check validates a compiled guest against the ABI: the two exports with
