@@ -69,29 +69,13 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 		}
 		now = mono()
 	}
-	var inst *instance
-	for {
-		var ok bool
-		if inst, ok = mp.Idle.TryGet(); !ok {
-			inst, err = mp.Idle.Get(f.opts.Timeout)
-			now = mono()
+	inst, now, err := takeInstance(mp, now, f.opts.Timeout)
+	if err != nil {
+		mp.Release()
+		if errors.Is(err, pool.ErrTimeout) {
+			return Call{}, f.finish(span, mp, httpwasm.PhaseRequest, OutcomeOverload, start, ErrOverload)
 		}
-		if err != nil {
-			mp.Release()
-			if errors.Is(err, pool.ErrTimeout) {
-				return Call{}, f.finish(span, mp, httpwasm.PhaseRequest, OutcomeOverload, start, ErrOverload)
-			}
-			return Call{}, f.finish(span, mp, httpwasm.PhaseRequest, OutcomeError, start, ErrClosed)
-		}
-		if !inst.mu.TryLock() { // a response phase runs on it
-			inst.mu.Lock()
-			now = mono()
-		}
-		if !inst.retired.Load() && !inst.Mod.IsClosed() {
-			break
-		}
-		inst.retireLocked() // retired or closed while idle; no-op when retired
-		inst.mu.Unlock()
+		return Call{}, f.finish(span, mp, httpwasm.PhaseRequest, OutcomeError, start, ErrClosed)
 	}
 
 	r := inst.drv.HandleRequest(&inst.Instance, x, mp.features, body, held, now, f.opts.Timeout)
@@ -139,6 +123,32 @@ func (f *Filter) Request(x HTTP) (Call, error) {
 	}
 	f.finish(span, mp, httpwasm.PhaseRequest, OutcomeOK, start, nil)
 	return c, nil
+}
+
+// takeInstance takes an idle instance of mp, waiting up to timeout, and
+// returns it locked, with now moved to when it was had if it waited (for
+// an instance, or for a response phase running on it). An instance
+// retired or closed while idle is let go and another taken.
+func takeInstance(mp *modulePool, now int64, timeout time.Duration) (*instance, int64, error) {
+	for {
+		inst, ok := mp.Idle.TryGet()
+		if !ok {
+			var err error
+			if inst, err = mp.Idle.Get(timeout); err != nil {
+				return nil, now, err
+			}
+			now = mono()
+		}
+		if !inst.mu.TryLock() { // a response phase runs on it
+			inst.mu.Lock()
+			now = mono()
+		}
+		if !inst.retired.Load() && !inst.Mod.IsClosed() {
+			return inst, now, nil
+		}
+		inst.retireLocked() // retired or closed while idle; no-op when retired
+		inst.mu.Unlock()
+	}
 }
 
 // HandleResponse runs the guest's handle_response on the instance that

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/sluicehq/sluice/runtime/internal/core"
@@ -57,31 +58,7 @@ func (mp *modulePool) startUp(ctx context.Context) (*instance, string, error) {
 // when snap is nil; then, if take, it takes the module pool's snapshot.
 func (mp *modulePool) instantiate(ctx context.Context, snap *snapEntry, take bool) (*instance, string, error) {
 	f := mp.f
-	inst := &instance{mp: mp}
-	inst.Init(httpwasm.InvocationKey{}, &inst.drv.Inv)
-	inst.drv.Inv.Config = f.opts.Config
-	// What the guest logs and writes while it starts is held: logged
-	// when it started, the error's own text when it failed.
-	rec := guestlog.NewRecorder(f.guestLog.Handler())
-	log := slog.New(rec)
-	inst.drv.Inv.Logger = log
-	inst.drv.Inv.MaxBuffer = f.opts.MaxBuffer
-	// A host call waiting on the client or the next handler's body gives
-	// up a quarter of the timeout before the deadline, which leaves the
-	// guest that long to return after its body ended early.
-	inst.drv.Inv.Reserve = f.opts.Timeout / 4
-	inst.Mem = memlimit.New(uint64(f.opts.MemoryLimit))
-
-	cfg := mp.cfg
-	if mp.m.info.WASI && f.opts.WASI.Stdout == nil {
-		cfg = cfg.WithStdout(guestlog.New(log, slog.LevelInfo, "stdout"))
-	}
-	if mp.m.info.WASI && f.opts.WASI.Stderr == nil {
-		cfg = cfg.WithStderr(guestlog.New(log, slog.LevelWarn, "stderr"))
-	}
-	if snap != nil {
-		inst.PrepareSnapshot(snap.snap, snap.image)
-	}
+	inst, rec, cfg := mp.prepare(snap)
 	ictx, cancel := context.WithTimeout(ctx, f.opts.InitTimeout)
 	defer cancel()
 	ictx = memlimit.With(ictx, inst.Mem)
@@ -108,7 +85,48 @@ func (mp *modulePool) instantiate(ctx context.Context, snap *snapEntry, take boo
 		f.restores.Add(1)
 		return mp.ready(inst, rec), "", nil
 	}
+	return mp.startFresh(ictx, inst, rec, take)
+}
+
+// prepare makes the instance value, not yet instantiated, with its
+// invocation, memory limit and the module config it is instantiated
+// with; rec holds what the guest logs while it starts.
+func (mp *modulePool) prepare(snap *snapEntry) (*instance, *guestlog.Recorder, wazero.ModuleConfig) {
+	f := mp.f
+	inst := &instance{mp: mp}
+	inst.Init(httpwasm.InvocationKey{}, &inst.drv.Inv)
+	inst.drv.Inv.Config = f.opts.Config
+	// What the guest logs and writes while it starts is held: logged
+	// when it started, the error's own text when it failed.
+	rec := guestlog.NewRecorder(f.guestLog.Handler())
+	log := slog.New(rec)
+	inst.drv.Inv.Logger = log
+	inst.drv.Inv.MaxBuffer = f.opts.MaxBuffer
+	// A host call waiting on the client or the next handler's body gives
+	// up a quarter of the timeout before the deadline, which leaves the
+	// guest that long to return after its body ended early.
+	inst.drv.Inv.Reserve = f.opts.Timeout / 4
+	inst.Mem = memlimit.New(uint64(f.opts.MemoryLimit))
+	cfg := mp.cfg
+	if mp.m.info.WASI && f.opts.WASI.Stdout == nil {
+		cfg = cfg.WithStdout(guestlog.New(log, slog.LevelInfo, "stdout"))
+	}
+	if mp.m.info.WASI && f.opts.WASI.Stderr == nil {
+		cfg = cfg.WithStderr(guestlog.New(log, slog.LevelWarn, "stderr"))
+	}
+	if snap != nil {
+		inst.PrepareSnapshot(snap.snap, snap.image)
+	}
+	return inst, rec, cfg
+}
+
+// startFresh runs the guest's start-up on an instance instantiated
+// without a snapshot and, if take, takes the module pool's snapshot
+// after it; it says why when it could not take one.
+func (mp *modulePool) startFresh(ictx context.Context, inst *instance, rec *guestlog.Recorder, take bool) (*instance, string, error) {
+	f, mod := mp.f, inst.Mod
 	why := mp.m.noSnapshot
+	var err error
 	if take && why == "" {
 		if inst.State, err = snapshot.Open(mod); err != nil {
 			why = core.NotKnown + ": " + err.Error()
