@@ -492,3 +492,39 @@ site "a.test" {
 		t.Errorf("access log:\n%s\nwant\n%s", b, want)
 	}
 }
+
+// TestAccessLogUpstreamFields: the proxy reports each try to the access
+// log (proxy.TryObserver), so upstream_addr and upstream_status name the
+// upstream that answered.
+func TestAccessLogUpstreamFields(t *testing.T) {
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer be.Close()
+	lines := accessLogLines(t, `
+telemetry {
+  access_log {
+    output = "LOG"
+    fields = ["status", "upstream_addr", "upstream_status"]
+  }
+}
+site "a.test" {
+  listen = ["127.0.0.1:PORT"]
+  route "/" {
+    proxy {
+      upstream "`+be.URL+`" {}
+    }
+  }
+}
+`, func(base string) {
+		resp, err := http.Get(base + "/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	})
+	addr := strings.TrimPrefix(be.URL, "http://")
+	if want := `{"status":202,"upstream_addr":"` + addr + `","upstream_status":202}`; len(lines) != 1 || lines[0] != want {
+		t.Errorf("log %q, want %q", lines, want)
+	}
+}

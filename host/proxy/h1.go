@@ -46,6 +46,7 @@ type upstream struct {
 
 	span      spanInfo         // shared by the client spans
 	obs       UpstreamObserver // nil without Options.Observe
+	tried     TryObserver      // obs, when it is one; else nil
 	healthMu  sync.Mutex       // orders health reports; not on the request path
 	healthy   bool             // as last reported to obs
 	readmit   *time.Timer      // reports the end of a passive cool-down

@@ -79,7 +79,11 @@ func (s *state) endTry(u *upstream, err error) {
 		if err != nil || end.IsZero() {
 			status, end = 0, time.Now()
 		}
-		u.obs.Request(status, end.Sub(s.tryStart))
+		d := end.Sub(s.tryStart)
+		u.obs.Request(status, d)
+		if u.tried != nil {
+			u.tried.Tried(s.x, status, d)
+		}
 	}
 	if s.span != nil {
 		s.endSpan(err)

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/host/exchange"
 	"github.com/sluicehq/sluice/host/internal/pemfile"
 	"github.com/sluicehq/sluice/host/proxy/internal/balance"
 )
@@ -160,6 +161,14 @@ type UpstreamObserver interface {
 	// Close reports that the handler is closed. Requests still in flight
 	// may report their tries after it.
 	Close() error
+}
+
+// TryObserver is an UpstreamObserver that also wants each try with its
+// exchange, for what it logs of the request (the access log's
+// upstream_addr, upstream_status and upstream_duration): status and d as
+// for Request, reported right after it.
+type TryObserver interface {
+	Tried(x exchange.Exchange, status int, d time.Duration)
 }
 
 // Upstream is one server.

@@ -166,6 +166,7 @@ func New(opts Options) (*Handler, error) {
 		}
 		if opts.Observe != nil {
 			u.obs = opts.Observe(t.raw)
+			u.tried, _ = u.obs.(TryObserver)
 		}
 		h.ups = append(h.ups, u)
 		nodes = append(nodes, u.node)
