@@ -3,8 +3,8 @@ package chain_test
 import (
 	"context"
 	"os"
-	goruntime "runtime"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
