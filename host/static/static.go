@@ -8,6 +8,7 @@ import (
 	"net/textproto"
 	"os"
 	"path"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -80,8 +81,9 @@ type Options struct {
 	// check on every request.
 	CacheValid time.Duration
 	// NoWatch turns off the file-system events: a change is then seen
-	// within CacheValid. Default false: the directories of cached files
-	// are watched (inotify), at most MaxWatchedDirs of them.
+	// within CacheValid. Default false: on Linux, the directories of
+	// cached files are watched (inotify), at most MaxWatchedDirs of them;
+	// elsewhere the interval alone validates the cache.
 	NoWatch bool
 }
 
@@ -155,7 +157,9 @@ func New(opts Options) (*Handler, error) {
 	h.start = time.Now()
 	h.retired = map[*rootDir]*time.Timer{}
 	h.cache = newCache(MaxCachedPaths, h.opts.MemCacheMaxBytes, &h.seq)
-	if !opts.NoWatch && fsstat.Supported {
+	// Linux only: fsnotify's kqueue backend (BSD, macOS) opens every
+	// file of a watched directory, which MaxWatchedDirs does not bound.
+	if !opts.NoWatch && fsstat.Supported && runtime.GOOS == "linux" {
 		h.w = newWatcher(h, rd)
 	}
 	return h, nil

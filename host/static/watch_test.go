@@ -236,3 +236,34 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 		must(t, os.Chtimes(p, old, old))
 	}
 }
+
+// TestCacheValidEveryRequest: cache_valid = "0s" (Options.CacheValid
+// negative) checks the file on every request, so without events a
+// change is still seen by the next request; the block's defaults are
+// 1s and watching.
+func TestCacheValidEveryRequest(t *testing.T) {
+	b := BlockDefaults()
+	if o := b.Options(""); o.CacheValid != DefaultCacheValid || o.NoWatch {
+		t.Errorf("block defaults: CacheValid %v, NoWatch %v; want %v, false", o.CacheValid, o.NoWatch, DefaultCacheValid)
+	}
+	b.CacheValid, b.Watch = 0, false
+	o := b.Options("")
+	if o.CacheValid >= 0 || !o.NoWatch {
+		t.Fatalf(`cache_valid = "0s", watch = false: CacheValid %v, NoWatch %v`, o.CacheValid, o.NoWatch)
+	}
+	dir := writeTree(t, map[string]string{"a.txt": "A"})
+	o.Root = dir
+	h := newHandler(t, o)
+	e := exchangetest.Engines(t, h)[0]
+	for _, want := range []string{"A", "B", "C"} {
+		if want != "A" {
+			p := filepath.Join(dir, "a.txt")
+			must(t, os.WriteFile(p, []byte(want), 0o644))
+			old := time.Now().Add(-time.Hour)
+			must(t, os.Chtimes(p, old, old))
+		}
+		if _, body := do(t, e, "GET", "/a.txt", nil); string(body) != want {
+			t.Fatalf("got %q, want %q", body, want)
+		}
+	}
+}
