@@ -35,9 +35,12 @@
 // followed.
 //
 // Security: every open goes through os.Root, so neither "..", encoded
-// tricks nor symlinks can leave Root; a cached entry is only trusted while
-// the inode it was read from (through os.Root) is the one the path still
-// names.
+// tricks nor symlinks can leave Root; a cached entry holds bytes read
+// through os.Root, and is dropped when an event says its path changed or
+// when, checked after CacheValid, the path no longer names the inode it
+// was read from. File-system watches only invalidate: nothing is read
+// through them, so a watch that a symlink led outside the root can only
+// make the cache drop entries.
 //
 // The `static {}` block of a config is this package's own (block.go):
 // Block is its schema (hcl tags), BlockDefaults its defaults, DecodeHCL
