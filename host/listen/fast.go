@@ -77,11 +77,18 @@ func (l *Listener) fastHandler(next fasthttp.RequestHandler) fasthttp.RequestHan
 			l.engineError(ctx, err)
 			return
 		}
-		if l.h2 != nil && l.base == nil && h2cUpgrade(h) {
+		if l.h2 != nil && l.base == nil && h2cUpgrade(h) && !l.draining.Load() {
 			l.upgradeH2C(ctx)
 			return
 		}
 		next(ctx)
+		if l.draining.Load() && ctx.Response.StatusCode() != fasthttp.StatusSwitchingProtocols {
+			// The last response of the connection says so (Shutdown), and
+			// the close lingers: a client that sent its next request
+			// already must read this response, not a reset.
+			ctx.SetConnectionClose()
+			linger(ctx.Conn())
+		}
 		if l.opts.TCPNoPush && !l.opts.TLS {
 			exchange.CorkFast(ctx)
 		}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -78,6 +79,12 @@ type Listener struct {
 	h3           *h3Server      // HTTP/3 on the same port (h3.go); nil unless HTTP3
 	conns        *limitListener // counts (and with max_conns bounds) the TCP connections
 	log          *slog.Logger
+	// draining is set when Shutdown starts: every HTTP/1.1 response from
+	// then on carries Connection: close (fastHandler). grace is how long
+	// Shutdown leaves idle keep-alive connections to send their next
+	// request before it closes them (drainGrace).
+	draining atomic.Bool
+	grace    time.Duration
 
 	// handler is every engine's request path (Deps.Handler); tls finds
 	// the certificates of a handshake (Deps.TLS).
@@ -116,7 +123,7 @@ func Open(o Options, d Deps) (*Listener, error) {
 			return nil, fmt.Errorf("listener %q: %w", o.Address, err)
 		}
 	}
-	l := &Listener{opts: o, tls: d.TLS, raw: raw, done: make(chan struct{}), log: d.Log}
+	l := &Listener{opts: o, tls: d.TLS, raw: raw, done: make(chan struct{}), log: d.Log, grace: drainGrace}
 	l.conns = newLimitListener(lazyconn.Listener{Listener: raw}, o.MaxConns)
 	var ln net.Listener = l.conns
 	l.handshake = o.ReadHeaderTimeout
@@ -276,46 +283,94 @@ func (l *Listener) newH2(h exchange.Handler) *h2.Server {
 	})
 }
 
-// Shutdown stops accepting, lets in-flight requests finish, closes
-// idle keep-alive connections (HTTP/2 ones with GOAWAY), and waits for
-// upgraded ones (WebSocket) to close; it gives up when ctx ends.
+// drainGrace is how long a draining listener leaves an idle HTTP/1.1
+// keep-alive connection for its next request, which is then answered
+// with Connection: close. HTTP/1.1 has no way to tell an idle connection
+// to go away: closing it while the client is sending its next request
+// makes that request fail (a reset, or an end of stream instead of the
+// response), which a client under load meets at every upgrade. A client
+// in the middle of a sequence asks again within milliseconds, so past
+// the grace only the truly idle are closed, and the race is theirs
+// alone (RFC 9112, section 9.6, lets a client retry then).
+const drainGrace = time.Second
+
+// Shutdown stops accepting, lets in-flight requests finish, and closes
+// the keep-alive connections: HTTP/2 ones with GOAWAY (the last stream
+// id; streams in flight finish), HTTP/1.1 ones after their next
+// response, which carries Connection: close, or once idle for the
+// grace (drainGrace). It waits for upgraded connections (WebSocket) to
+// close and gives up when ctx ends.
 func (l *Listener) Shutdown(ctx context.Context) error {
 	var errs []error
-	if l.toFast != nil {
-		_ = l.ln.Close() // the fast path's Serve closes it itself
-	}
+	l.draining.Store(true)
+	_ = l.ln.Close() // no new connections, on any engine
 	var wg sync.WaitGroup
-	var h2err error
+	var h2err, stderr error
 	if l.h2 != nil {
 		wg.Go(func() { h2err = l.h2.Shutdown(ctx) })
 	}
 	if l.std != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := l.std.Shutdown(ctx); err != nil {
-				errs = append(errs, err)
-			}
-		}()
+		wg.Go(func() { stderr = l.std.Shutdown(ctx) })
 	}
 	var h3err error
 	if l.h3 != nil { // h3.go
 		wg.Go(func() { h3err = l.h3.shutdown(ctx) })
 	}
+	l.awaitIdle(ctx)
+	// fasthttp closes the connections still idle and waits for the
+	// others; the listener it would close is closed already.
 	ferr := l.fast.ShutdownWithContext(ctx)
+	if errors.Is(ferr, net.ErrClosed) {
+		ferr = nil
+	}
 	wg.Wait()
-	errs = append(errs, ferr, h3err, h2err)
+	errs = append(errs, ferr, stderr, h3err, h2err)
+	served := false // every serve loop has returned
 	select {
 	case <-l.done:
+		served = true
+	case <-ctx.Done():
+		select { // both may be ready; the loops' end says more
+		case <-l.done:
+			served = true
+		default:
+		}
+	}
+	if served {
 		// Upgraded connections (WebSocket) have left the engines; they
 		// run on until they close or ctx ends.
 		if err := l.conns.waitClosed(ctx); err != nil {
 			errs = append(errs, err)
 		}
-	case <-ctx.Done():
+	} else {
 		errs = append(errs, ctx.Err())
 	}
 	return errors.Join(errs...)
+}
+
+// awaitIdle gives the keep-alive connections the grace to come back for
+// their next request, ending early when none is left open. It takes at
+// most half of what ctx has left, the rest being for the requests in
+// flight and upgraded connections (which the count includes). It polls,
+// once per drain.
+func (l *Listener) awaitIdle(ctx context.Context) {
+	grace := l.grace
+	if dl, ok := ctx.Deadline(); ok {
+		grace = min(grace, time.Until(dl)/2)
+	}
+	end := time.NewTimer(grace)
+	defer end.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for l.conns.open.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-end.C:
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // Addr returns the listener's bound address.

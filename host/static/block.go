@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -60,6 +61,12 @@ type Block struct {
 	// MemCacheMaxFile is the largest file kept in memory; larger files
 	// are sent from disk (sendfile).
 	MemCacheMaxFile int64 `hcl:"mem_cache_max_file" doc:"largest file kept in memory; larger ones are sent from disk"`
+	// CacheValid is how long a cached file is served without a system
+	// call before a stat checks it again; file-system events make a
+	// change seen at once within it.
+	CacheValid time.Duration `hcl:"cache_valid" doc:"a cached file is served this long with no system call, then checked with one stat; a change is seen at once from file-system events (inotify), within this interval where there are none (NFS, past 1024 watched directories, |watch = false|); |\"0s\"|: a stat on every request"`
+	// Watch validates the cache by file-system events.
+	Watch bool `hcl:"watch" doc:"watch the directories of cached files (inotify) so that a change, a rename or a swapped |root| symlink is seen by the next request"`
 }
 
 // BlockCacheControl is the `cache_control {}` block: the Cache-Control
@@ -97,6 +104,8 @@ func BlockDefaults() *Block {
 		ErrorPages:      map[int]string{},
 		Headers:         map[string]string{},
 		MemCacheMaxFile: DefaultMemCacheMaxFile,
+		CacheValid:      DefaultCacheValid,
+		Watch:           true,
 	}
 }
 
@@ -124,7 +133,18 @@ func (b *Block) Options(stripPrefix string) Options {
 		Headers:         b.Headers,
 		MemCacheMaxFile: b.MemCacheMaxFile,
 		StripPrefix:     stripPrefix,
+		CacheValid:      cacheValid(b.CacheValid),
+		NoWatch:         !b.Watch,
 	}
+}
+
+// cacheValid maps the block's cache_valid, where "0s" means a check on
+// every request, onto Options.CacheValid, where 0 means the default.
+func cacheValid(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 // DecodeHCL decodes root and checks what names files under it.

@@ -28,7 +28,7 @@ type listItem struct {
 // ?format=json), else HTML. Dotfiles are left out unless enabled.
 func (h *Handler) list(x exchange.Exchange, name string, head bool) error {
 	rel := relName(name)
-	d, err := h.root.Open(rel)
+	d, err := h.root().Open(rel)
 	if err != nil {
 		return h.fileError(x, head, err)
 	}
@@ -40,11 +40,11 @@ func (h *Handler) list(x exchange.Exchange, name string, head bool) error {
 	items := make([]listItem, 0, len(ents))
 	for _, de := range ents {
 		n := de.Name()
-		if !h.opts.Dotfiles && (strings.HasPrefix(n, ".") || hiddenTarget(h.root, path.Join(rel, n))) {
+		if !h.opts.Dotfiles && (strings.HasPrefix(n, ".") || hiddenTarget(h.root(), path.Join(rel, n))) {
 			continue
 		}
 		// Stat through the root: symlinks are followed, but only inside it.
-		fi, err := h.root.Stat(path.Join(rel, n))
+		fi, err := h.root().Stat(path.Join(rel, n))
 		if err != nil {
 			continue
 		}

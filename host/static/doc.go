@@ -25,18 +25,22 @@
 //
 // The fast path: each cached entry holds the file's identity (device,
 // inode, size, mtime, ctime), its precomputed header values and, for
-// small files, its bytes. A request costs one fstatat(2) on the root's
-// directory descriptor, compared with that identity, and no allocation;
-// any difference sends the request down the slow path through os.Root,
-// so a changed, replaced or deleted file is never served stale. A file
-// changed within the last two seconds is read afresh each time rather
-// than cached, because a second change in the same timestamp tick would
-// not move its mtime.
+// small files, its bytes. A request for it costs no system call and no
+// allocation: file-system events (watch.go) drop an entry as soon as its
+// file, a sidecar or a directory above it changes, and once per
+// CacheValid one fstatat(2) on the root's directory descriptor compares
+// it with its identity again, the safety net where no events come. Any
+// difference sends the request down the slow path through os.Root. The
+// root's own path is watched too, so that a swapped release symlink is
+// followed.
 //
 // Security: every open goes through os.Root, so neither "..", encoded
-// tricks nor symlinks can leave Root; a cached entry is only trusted while
-// the inode it was read from (through os.Root) is the one the path still
-// names.
+// tricks nor symlinks can leave Root; a cached entry holds bytes read
+// through os.Root, and is dropped when an event says its path changed or
+// when, checked after CacheValid, the path no longer names the inode it
+// was read from. File-system watches only invalidate: nothing is read
+// through them, so a watch that a symlink led outside the root can only
+// make the cache drop entries.
 //
 // The `static {}` block of a config is this package's own (block.go):
 // Block is its schema (hcl tags), BlockDefaults its defaults, DecodeHCL

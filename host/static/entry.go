@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,13 @@ type entry struct {
 	dyn     [nEnc]atomic.Pointer[variant]
 	mu      sync.Mutex // serializes on-the-fly compression
 
+	// seq is the handler's event count when the file was opened: the
+	// entry is cached only if no event came since (cache.put).
+	seq uint64
+	// checked is when the entry was last known to describe its file
+	// (h.now time); it is trusted for CacheValid after that.
+	checked atomic.Int64
+
 	// file is the open-file cache's descriptor (openfile.go), set only
 	// while the entry is cached.
 	file atomic.Pointer[sharedFile]
@@ -65,29 +73,53 @@ type variant struct {
 }
 
 // fresh reports whether a cached entry still describes the file at its
-// path, with one stat call. Equal identity (device, inode, size, mtime,
-// ctime) means the bytes read earlier through os.Root are still the
-// file's bytes, wherever the path now leads.
+// path, with one stat call per file (its sidecars included). Equal
+// identity (device, inode, size, mtime, ctime) means the bytes read
+// earlier through os.Root are still the file's bytes, wherever the path
+// now leads. It runs once per CacheValid (valid), not per request.
 func (h *Handler) fresh(e *entry) bool {
-	id, err := fsstat.At(h.dirfd, e.rel)
+	dirfd := h.rd.Load().dirfd
+	id, err := fsstat.At(dirfd, e.rel)
 	if err != nil || id != e.id {
 		return false
 	}
+	for _, v := range e.sidecar {
+		if v != nil {
+			if id, err := fsstat.At(dirfd, v.rel); err != nil || id != v.id {
+				return false
+			}
+		}
+	}
 	if e.dirRel != nil {
-		id, err := fsstat.At(h.dirfd, e.dirRel)
+		id, err := fsstat.At(dirfd, e.dirRel)
 		return err == nil && id == e.dirID
 	}
 	return true
+}
+
+// prep is what is known before a file is opened to build its entry.
+type prep struct {
+	seq     uint64 // h.seq before the open
+	at      int64  // h.now() before the open
+	watched bool   // every directory leading to the file is watched
+}
+
+// prepare watches the directories leading to key, before the file is
+// opened, so that any change after the open sends an event.
+func (h *Handler) prepare(key string) prep {
+	w := h.w != nil && !h.noEvents.Load() && h.w.watch(key)
+	return prep{seq: h.seq.Load(), at: h.now(), watched: w}
 }
 
 // entryFor returns the cached entry for a cleaned file path, building it
 // through os.Root when it is missing or stale.
 func (h *Handler) entryFor(key string) (*entry, error) {
 	e := h.cache.get([]byte(key))
-	if e != nil && h.fresh(e) {
+	if e != nil && h.valid(e) {
 		return e, nil
 	}
-	f, err := h.root.Open(relName(key))
+	p := h.prepare(key)
+	f, err := h.root().Open(relName(key))
 	if err != nil {
 		if e != nil {
 			h.cache.remove(e)
@@ -95,12 +127,12 @@ func (h *Handler) entryFor(key string) (*entry, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return h.build(key, f)
+	return h.build(key, f, p)
 }
 
 // build makes an entry from an open file and caches it unless it changed
 // too recently to trust.
-func (h *Handler) build(key string, f *os.File) (*entry, error) {
+func (h *Handler) build(key string, f *os.File, p prep) (*entry, error) {
 	id, err := fsstat.File(f)
 	if err != nil {
 		return nil, err
@@ -109,7 +141,11 @@ func (h *Handler) build(key string, f *os.File) (*entry, error) {
 		return nil, errNotRegular
 	}
 	rel := relName(key)
-	e := &entry{key: key, rel: append([]byte(rel), 0), id: id}
+	e := &entry{key: key, rel: append([]byte(rel), 0), id: id, seq: p.seq}
+	e.checked.Store(p.at)
+	// Events cover the file only if its path is the one watched: through
+	// a symlink, a change of the target's directory names another path.
+	watched := p.watched && !hasLink(h.root(), rel)
 	if id.Size <= h.maxFile {
 		if e.body, id, err = readStable(f, id); err != nil {
 			return nil, err
@@ -127,16 +163,17 @@ func (h *Handler) build(key string, f *os.File) (*entry, error) {
 		e.cacheControl = []byte(cc)
 	}
 
-	racy := h.isRacy(id)
+	// With events, a second change in the same tick sends its own event.
+	racy := !watched && h.isRacy(id)
 	compressible := matchType(e.mediaType, h.compressTypes)
-	if len(h.precompressed) > 0 && compressible {
+	if len(h.precompressed) > 0 && compressible && !watched {
 		// A sidecar created later must not go unnoticed: remember the
 		// directory, whose mtime moves when a name is added, and check it
 		// as well while some sidecar is missing. Only for compressible
 		// types: nobody precompresses a PNG, and the check costs a stat.
 		dir := path.Dir(rel)
 		dirRel := append([]byte(dir), 0)
-		if did, err := fsstat.At(h.dirfd, dirRel); err == nil {
+		if did, err := fsstat.At(h.rd.Load().dirfd, dirRel); err == nil {
 			e.dirRel, e.dirID = dirRel, did
 		} else {
 			racy = true
@@ -147,10 +184,10 @@ func (h *Handler) build(key string, f *os.File) (*entry, error) {
 		if v != nil {
 			e.sidecar[enc] = v
 			e.cands = append(e.cands, int8(enc))
-			racy = racy || r
+			racy = racy || (r && !watched)
 		}
 	}
-	if len(e.cands) == len(h.precompressed) {
+	if e.dirRel != nil && len(e.cands) == len(h.precompressed) {
 		e.dirRel = nil // every sidecar found: nothing to appear
 	}
 	if id.Size >= h.minCompress && len(h.compress) > 0 && compressible {
@@ -183,17 +220,17 @@ func (h *Handler) isRacy(id fsstat.ID) bool {
 	if changed == 0 {
 		changed = id.Mtime
 	}
-	return time.Now().UnixNano()-changed < int64(h.racy)
+	return time.Now().UnixNano()-changed < h.racy.Load()
 }
 
 // sidecarFor opens the precompressed sidecar of rel for coding enc, if
 // there is a regular file.
 func (h *Handler) sidecarFor(rel string, enc int) (v *variant, racy bool) {
 	name := rel + encodings[enc].ext
-	if !h.opts.Dotfiles && hiddenTarget(h.root, name) {
+	if !h.opts.Dotfiles && hiddenTarget(h.root(), name) {
 		return nil, false
 	}
-	f, err := h.root.Open(name)
+	f, err := h.root().Open(name)
 	if err != nil {
 		return nil, false
 	}
@@ -254,7 +291,7 @@ func makeETag(size, mtime int64, coding string) []byte {
 // openChecked opens a file of an entry for sending and checks that it is
 // still the file the entry describes.
 func (h *Handler) openChecked(rel []byte, id fsstat.ID) (*os.File, error) {
-	f, err := h.root.Open(string(rel[:len(rel)-1]))
+	f, err := h.root().Open(string(rel[:len(rel)-1]))
 	if err != nil {
 		return nil, err
 	}
@@ -270,6 +307,7 @@ var errChanged = errors.New("file changed")
 // cache maps cleaned paths to entries: sharded maps under read-write
 // locks, bounded in entries and bytes, evicting with a clock sweep.
 type cache struct {
+	seq        *atomic.Uint64 // the handler's event count; see put
 	seed       maphash.Seed
 	shards     [nShards]shard
 	entries    atomic.Int64
@@ -288,8 +326,8 @@ type shard struct {
 	_  [40]byte // keep shards on separate cache lines
 }
 
-func newCache(maxEntries, maxBytes int64) *cache {
-	c := &cache{seed: maphash.MakeSeed(), maxEntries: maxEntries, maxBytes: maxBytes}
+func newCache(maxEntries, maxBytes int64, seq *atomic.Uint64) *cache {
+	c := &cache{seq: seq, seed: maphash.MakeSeed(), maxEntries: maxEntries, maxBytes: maxBytes}
 	for i := range c.shards {
 		c.shards[i].m = map[string]*entry{}
 	}
@@ -312,9 +350,17 @@ func (c *cache) get(key []byte) *entry {
 	return e
 }
 
+// put caches e, unless an event came since its file was opened: the
+// event may be about the file and its invalidation may have run before
+// e was there to drop. (The watcher counts an event before it takes a
+// shard lock to drop entries; put checks under the lock.)
 func (c *cache) put(e *entry) {
 	s := c.shard([]byte(e.key))
 	s.mu.Lock()
+	if c.seq.Load() != e.seq {
+		s.mu.Unlock()
+		return
+	}
 	if old := s.m[e.key]; old != nil {
 		old.inCache = false
 		old.dropFile()
@@ -396,6 +442,44 @@ func (c *cache) maybeEvict() {
 		}
 		s.mu.Unlock()
 	}
+}
+
+// invalidate drops the entry of key and, when tree is set, every entry
+// below key as a directory.
+func (c *cache) invalidate(key string, tree bool) {
+	if tree && (key == "/" || key == "") {
+		c.clear()
+		return
+	}
+	s := c.shard([]byte(key))
+	s.mu.Lock()
+	if e := s.m[key]; e != nil {
+		c.drop(s, e)
+	}
+	s.mu.Unlock()
+	if !tree {
+		return
+	}
+	prefix := key + "/"
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		for k, e := range s.m {
+			if strings.HasPrefix(k, prefix) {
+				c.drop(s, e)
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// drop removes e from s, whose lock is held.
+func (c *cache) drop(s *shard, e *entry) {
+	delete(s.m, e.key)
+	e.inCache = false
+	e.dropFile()
+	c.entries.Add(-1)
+	c.bytes.Add(-e.mem.Load())
 }
 
 func (c *cache) clear() {

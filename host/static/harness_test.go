@@ -8,8 +8,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 
 	"github.com/sluicehq/sluice/host/exchange/exchangetest"
 )
@@ -68,7 +71,7 @@ func newHandler(t testing.TB, opts Options) *Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.racy = 0
+	h.racy.Store(0)
 	t.Cleanup(func() { h.Close() })
 	return h
 }
@@ -147,4 +150,43 @@ func trunc(b []byte) string {
 		return string(b[:60]) + "…"
 	}
 	return string(b)
+}
+
+// settle waits until h's watcher has handled every file-system event
+// queued before the call, so that "the next request" after a change is
+// well defined: the kernel queues an event when the change is made, and
+// the handler reads it microseconds later, on its own goroutine. It
+// writes a probe file in a directory of its own, watched by the same
+// watcher: inotify delivers one watcher's events in order, so once the
+// probe's event is seen, so are all before it. Without a watcher it does
+// nothing.
+func settle(t testing.TB, h *Handler) {
+	t.Helper()
+	w := h.w
+	if w == nil {
+		return
+	}
+	dir := t.TempDir()
+	if err := w.fw.Add(dir); err != nil {
+		t.Fatalf("settle: %v", err)
+	}
+	defer w.fw.Remove(dir)
+	name := filepath.Join(dir, "probe")
+	seen := make(chan struct{})
+	var once sync.Once
+	f := func(ev fsnotify.Event) {
+		if ev.Name == name {
+			once.Do(func() { close(seen) })
+		}
+	}
+	w.hook.Store(&f)
+	defer w.hook.Store(nil)
+	if err := os.WriteFile(name, nil, 0o644); err != nil {
+		t.Fatalf("settle: %v", err)
+	}
+	select {
+	case <-seen:
+	case <-time.After(5 * time.Second):
+		t.Fatal("settle: the watcher did not report its probe within 5s")
+	}
 }

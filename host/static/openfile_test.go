@@ -86,6 +86,7 @@ func TestOpenFileCache(t *testing.T) {
 	if err := os.Chtimes(p, past, past); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, h)
 	for _, e := range engines {
 		if status, b := get(e, "/big.bin", ""); status != 200 || !bytes.Equal(b, big2) {
 			t.Errorf("%s: after the change: %d, %d bytes", e.Name, status, len(b))

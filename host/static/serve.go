@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/host/exchange"
-	"github.com/sluicehq/sluice/host/static/internal/fsstat"
 )
 
 // Header values used on every response; never modified.
@@ -58,11 +57,6 @@ func (h *Handler) serveWith(x exchange.Exchange, e *entry, head bool, status, tr
 			a := parseAcceptEncoding(ae)
 			if i := a.choose(e.cands); i >= 0 {
 				v = h.variant(e, int(e.cands[i]))
-			}
-		}
-		if v != nil && v.rel != nil {
-			if id, err := fsstat.At(h.dirfd, v.rel); err != nil || id != v.id {
-				return h.retry(x, e, head, status, tries)
 			}
 		}
 	}
@@ -118,10 +112,11 @@ func (h *Handler) retry(x exchange.Exchange, e *entry, head bool, status, tries 
 	if tries <= 0 {
 		return &exchange.Error{Status: http.StatusServiceUnavailable, Message: "file is changing", Err: errChanged}
 	}
-	f, err := h.root.Open(relName(e.key))
+	p := h.prepare(e.key)
+	f, err := h.root().Open(relName(e.key))
 	var e2 *entry
 	if err == nil {
-		if e2, err = h.build(e.key, f); err != nil {
+		if e2, err = h.build(e.key, f, p); err != nil {
 			f.Close()
 		}
 	}

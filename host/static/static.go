@@ -8,10 +8,14 @@ import (
 	"net/textproto"
 	"os"
 	"path"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/static/internal/fsstat"
 )
 
 // Options configure one static route. The host maps the HCL config onto
@@ -70,6 +74,17 @@ type Options struct {
 	// onto Root (the host passes the route's path, "/assets/"). A request
 	// outside it is 404.
 	StripPrefix string
+	// CacheValid is how long a cached file is served without a system
+	// call before one stat(2) checks it again, as nginx's
+	// open_file_cache_valid; file-system events (NoWatch) make a change
+	// seen at once within it (watch.go). 0 means 1 s; negative means a
+	// check on every request.
+	CacheValid time.Duration
+	// NoWatch turns off the file-system events: a change is then seen
+	// within CacheValid. Default false: on Linux, the directories of
+	// cached files are watched (inotify), at most MaxWatchedDirs of them;
+	// elsewhere the interval alone validates the cache.
+	NoWatch bool
 }
 
 // Defaults, as documented on Options.
@@ -84,9 +99,7 @@ const (
 // Handler serves files from one directory. It is safe for concurrent use.
 type Handler struct {
 	opts          Options
-	root          *os.Root
-	dir           *os.File // Root itself, for fsstat.At
-	dirfd         int
+	rd            atomic.Pointer[rootDir] // the root served; see reopenRoot
 	index         []string
 	index0        []byte // index[0], for the fast path
 	precompressed []int
@@ -100,8 +113,22 @@ type Handler struct {
 	extra         []header
 	cache         *cache
 	// racy is how recently a file may have changed for its cached bytes
-	// to be trusted; see entry.racy.
-	racy time.Duration
+	// to be trusted without events; see isRacy.
+	racy atomic.Int64 // a time.Duration; atomic for the tests that change it
+
+	// Validation (watch.go): an entry is trusted for validFor after its
+	// last check (e.checked, in h.now time); w, when events work, drops
+	// entries as their files change, counting each event in seq.
+	start       time.Time
+	validFor    int64
+	rootChecked atomic.Int64
+	w           *watcher
+	noEvents    atomic.Bool // the watcher lost track of the root
+	seq         atomic.Uint64
+
+	rootMu  sync.Mutex
+	retired map[*rootDir]*time.Timer // swapped-out roots, closing after rootGrace
+	closed  bool
 }
 
 type header struct {
@@ -117,31 +144,29 @@ const racyWindow = 2 * time.Second
 
 // New validates opts and opens the root directory.
 func New(opts Options) (*Handler, error) {
-	h := &Handler{opts: opts, racy: racyWindow}
+	h := &Handler{opts: opts}
+	h.racy.Store(int64(racyWindow))
 	if err := h.provision(); err != nil {
 		return nil, err
 	}
-	root, err := os.OpenRoot(opts.Root)
+	rd, err := openRootDir(opts.Root)
 	if err != nil {
 		return nil, fmt.Errorf("static: root %q: %w", opts.Root, err)
 	}
-	dir, err := root.Open(".")
-	if err != nil {
-		root.Close()
-		return nil, fmt.Errorf("static: root %q: %w", opts.Root, err)
+	h.rd.Store(rd)
+	h.start = time.Now()
+	h.retired = map[*rootDir]*time.Timer{}
+	h.cache = newCache(MaxCachedPaths, h.opts.MemCacheMaxBytes, &h.seq)
+	// Linux only: fsnotify's kqueue backend (BSD, macOS) opens every
+	// file of a watched directory, which MaxWatchedDirs does not bound.
+	if !opts.NoWatch && fsstat.Supported && runtime.GOOS == "linux" {
+		h.w = newWatcher(h, rd)
 	}
-	if fi, err := dir.Stat(); err != nil || !fi.IsDir() {
-		dir.Close()
-		root.Close()
-		if err == nil {
-			err = errors.New("not a directory")
-		}
-		return nil, fmt.Errorf("static: root %q: %w", opts.Root, err)
-	}
-	h.root, h.dir, h.dirfd = root, dir, int(dir.Fd())
-	h.cache = newCache(MaxCachedPaths, h.opts.MemCacheMaxBytes)
 	return h, nil
 }
+
+// root is the os.Root served now.
+func (h *Handler) root() *os.Root { return h.rd.Load().root }
 
 // provision checks the options and fills in the defaults.
 func (h *Handler) provision() error {
@@ -225,6 +250,12 @@ func (h *Handler) provision() error {
 		}
 		h.extra = append(h.extra, header{textproto.CanonicalMIMEHeaderKey(name), []byte(v)})
 	}
+	switch {
+	case o.CacheValid == 0:
+		h.validFor = int64(DefaultCacheValid)
+	case o.CacheValid > 0:
+		h.validFor = int64(o.CacheValid)
+	}
 	h.maxFile = o.MemCacheMaxFile
 	switch {
 	case h.maxFile == 0:
@@ -276,11 +307,24 @@ func validHeaderName(s string) bool {
 	return true
 }
 
-// Close releases the root directory and drops the cache.
+// Close stops watching, releases the root directory and drops the
+// cache.
 func (h *Handler) Close() error {
+	h.rootMu.Lock()
+	h.closed = true
+	for rd, t := range h.retired {
+		t.Stop()
+		rd.close()
+		delete(h.retired, rd)
+	}
+	h.rootMu.Unlock()
+	if h.w != nil {
+		h.w.close()
+	}
 	h.cache.clear()
-	err := h.dir.Close()
-	if err2 := h.root.Close(); err == nil {
+	rd := h.rd.Load()
+	err := rd.dir.Close()
+	if err2 := rd.root.Close(); err == nil {
 		err = err2
 	}
 	return err
@@ -338,7 +382,7 @@ func (h *Handler) ServeExchange(x exchange.Exchange) error {
 		key = append(p, h.index0...)
 	}
 	if e := h.cache.get(key); e != nil {
-		if h.fresh(e) {
+		if h.valid(e) {
 			return h.serveFile(x, e, head, http.StatusOK, 1)
 		}
 		h.cache.remove(e)
@@ -356,10 +400,11 @@ func (h *Handler) setExtra(x exchange.Exchange) {
 // next request), a directory (redirect, index, listing) or nothing
 // (fallback, 404).
 func (h *Handler) slow(x exchange.Exchange, name string, head bool) error {
-	if !h.opts.Dotfiles && hiddenTarget(h.root, name) {
+	h.checkRoot(h.now())
+	if !h.opts.Dotfiles && hiddenTarget(h.root(), name) {
 		return h.fail(x, http.StatusNotFound, head) // as a dotfile asked for
 	}
-	fi, err := h.root.Stat(relName(name))
+	fi, err := h.root().Stat(relName(name))
 	switch {
 	case err != nil:
 		return h.missing(x, head, err)
@@ -368,7 +413,7 @@ func (h *Handler) slow(x exchange.Exchange, name string, head bool) error {
 			return h.redirectDir(x, name+"/")
 		}
 		for _, idx := range h.index {
-			if !h.opts.Dotfiles && hiddenTarget(h.root, name+idx) {
+			if !h.opts.Dotfiles && hiddenTarget(h.root(), name+idx) {
 				continue
 			}
 			e, err := h.entryFor(name + idx)

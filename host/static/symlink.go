@@ -64,3 +64,18 @@ func hiddenTarget(root *os.Root, name string) bool {
 	}
 	return false
 }
+
+// hasLink reports whether a component of rel (a path relative to root)
+// is a symlink, or cannot be looked at.
+func hasLink(root *os.Root, rel string) bool {
+	for i := 1; i <= len(rel); i++ {
+		if i < len(rel) && rel[i] != '/' {
+			continue
+		}
+		fi, err := root.Lstat(rel[:i])
+		if err != nil || fi.Mode()&fs.ModeSymlink != 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -1,6 +1,7 @@
 package static
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -101,7 +102,7 @@ func TestHumanSize(t *testing.T) {
 }
 
 func TestCacheEviction(t *testing.T) {
-	c := newCache(3, 100)
+	c := newCache(3, 100, new(atomic.Uint64))
 	mk := func(k string, n int) *entry {
 		e := &entry{key: k}
 		e.mem.Store(int64(n))

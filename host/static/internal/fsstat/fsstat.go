@@ -2,6 +2,8 @@
 // call that allocates nothing, relative to an open directory.
 package fsstat
 
+import "os"
+
 // ID is what a cached file is validated against: the file's identity
 // (device, inode) and the metadata that any change of its content moves
 // (size, mtime, ctime). Two IDs are equal only when all fields are.
@@ -24,3 +26,15 @@ const (
 	modeRegular = 0o100000
 	modeDir     = 0o040000
 )
+
+// Path opens path and stats it: the identity of what it names now,
+// symlinks followed. It is for checks made once in a while, not per
+// request.
+func Path(path string) (ID, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return ID{}, err
+	}
+	defer f.Close()
+	return File(f)
+}
