@@ -79,7 +79,10 @@ func (s *state) endTry(u *upstream, err error) {
 		if err != nil || end.IsZero() {
 			status, end = 0, time.Now()
 		}
-		u.obs.Request(status, end.Sub(s.tryStart))
+		d := end.Sub(s.tryStart)
+		u.obs.Request(status, d)
+		u.timed.Add(1)
+		u.latency.Add(int64(d))
 	}
 	if s.span != nil {
 		s.endSpan(err)
