@@ -122,9 +122,9 @@ func upstreamStatus(site, route string, h *proxy.Handler) []status.Upstream {
 			su.Reason = fmt.Sprintf("active health check GET %s failing", check)
 		case u.Ejected:
 			su.EjectedForSeconds = u.EjectedFor.Round(time.Millisecond).Seconds()
-			su.Reason = fmt.Sprintf("passive: %d failures in a row; out for %s", maxFails, coolDown)
+			su.Reason = fmt.Sprintf("passive_health: max_fails = %d reached; out for %s", maxFails, coolDown)
 			if u.LastError != "" {
-				su.Reason += ": " + u.LastError
+				su.Reason += "; last error: " + u.LastError
 			}
 		}
 		out = append(out, su)

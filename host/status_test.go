@@ -180,7 +180,7 @@ func TestAdminStatusJSON(t *testing.T) {
 		t.Errorf("the healthy upstream: %+v", u)
 	}
 	if u := ups[1]; u.Route != "/pair/" || u.Address != dead || u.Healthy || !u.Ejected || u.Fails != 1 || u.EjectedFor <= 0 ||
-		!strings.Contains(u.Reason, "passive: 1 failures in a row") {
+		!strings.Contains(u.Reason, "passive_health: max_fails = 1 reached; out for 1m0s; last error: ") {
 		t.Errorf("the dead upstream: %+v", u)
 	}
 

@@ -34,7 +34,7 @@ func TestStatusEndpoints(t *testing.T) {
 		path, ctype, body string
 	}{
 		{"/", "text/html", `<script src="/ui/status.js"`},
-		{"/ui/status.js", "text/javascript", `fetch("/status"`},
+		{"/ui/status.js", "text/javascript", `fetch(location.origin + "/status"`},
 		{"/ui/status.css", "text/css", "svg.spark"},
 		{"/status", "application/json", `"address": "http://127.0.0.1:9000"`},
 		{"/upstreams", "application/json", `"num_requests": 3`},

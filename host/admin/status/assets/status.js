@@ -47,6 +47,11 @@
     var s = (Date.now() - Date.parse(t)) / 1000;
     return s < 1 ? "just now" : dur(s) + " ago";
   }
+  // when is a time of day, with the date when it is not today.
+  function when(t) {
+    var d = new Date(t);
+    return d.toDateString() === new Date().toDateString() ? d.toLocaleTimeString() : d.toLocaleString();
+  }
   function ms(v) { return v ? (v < 1 ? v.toFixed(3) : v < 10 ? v.toFixed(2) : v.toFixed(0)) + " ms" : "—"; }
   function pct(v) { return (v * 100).toFixed(v && v < 0.01 ? 2 : 1) + "%"; }
   function rate(v) { return v < 10 ? v.toFixed(1) : v.toFixed(0); }
@@ -94,7 +99,7 @@
     var calls = 0, errs = 0;
     (st.filters || []).forEach(function (f) { calls += f.invocations; errs += f.errors; });
     return [
-      card("Uptime", dur(st.uptime_seconds), "since " + new Date(st.started_at).toLocaleString()),
+      card("Uptime", dur(st.uptime_seconds), "started " + when(st.started_at)),
       card("Generation", "#" + g.number, g.loaded_at ? "loaded " + ago(g.loaded_at) : ""),
       card("Listeners", (st.listeners || []).length, (st.listeners || []).map(function (l) { return l.bound || l.address; }).join(", ")),
       card("Routes", (st.sites || []).reduce(function (n, s) { return n + s.routes.length; }, 0), (st.sites || []).length + " site(s)"),
@@ -108,10 +113,11 @@
     if (!ups.length) return h("p", { "class": "muted" }, "No proxy routes.");
     return table(["Route", "Upstream", "State", "In flight", "Requests", "Error rate", "Latency", "Last minute", "Reason"],
       ups.map(function (u) {
-        var state = u.healthy ? pill("ok", "healthy") : u.down ? pill("bad", "down") : pill("warn", "ejected");
+        var state = u.healthy ? pill("ok", "healthy") : u.down ? pill("bad", "down") :
+          [pill("warn", "ejected"), u.ejected_for_seconds ? h("span", { "class": "sub" }, dur(u.ejected_for_seconds) + " left") : null];
         var reason = u.reason || (u.last_error ? "last error: " + u.last_error : "");
         return h("tr", { "data-upstream": u.address, "data-state": u.healthy ? "healthy" : u.down ? "down" : "ejected" },
-          td(h("code", {}, u.route)), td(u.address), td(state), num(u.in_flight), num(u.num_requests),
+          td(h("code", {}, u.route)), td(u.address), td(state, "nowrap"), num(u.in_flight), num(u.num_requests),
           num(pct(u.recent.error_rate)), num(ms(u.recent.latency_ms)), td(spark(u.samples)),
           td(reason, reason ? "err-text" : ""));
       }), { 3: 1, 4: 1, 5: 1, 6: 1 });
@@ -206,7 +212,11 @@
   }
 
   function poll() {
-    fetch("/status", { cache: "no-store", credentials: "same-origin", headers: { Accept: "application/json" } })
+    // location.origin, not "/status": a page opened as
+    // http://user:token@host/ would make the relative URL carry the
+    // credentials, which fetch refuses; the browser sends the ones it
+    // was given to the same origin anyway.
+    fetch(location.origin + "/status", { cache: "no-store", credentials: "same-origin", headers: { Accept: "application/json" } })
       .then(function (r) {
         if (!r.ok) throw new Error("/status: " + r.status + " " + r.statusText);
         return r.json();
