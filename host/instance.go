@@ -44,6 +44,7 @@ type Instance struct {
 	started time.Time       // for the status page's uptime
 	reloads *status.Reloads // the generation history (status page)
 	sampler status.Sampler  // recent rates of upstreams and filters
+	certs   certCache       // the serving certificates, read at most every certEvery
 }
 
 // InstanceOptions configure Start.

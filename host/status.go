@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/host/admin/status"
+	"github.com/sluicehq/sluice/host/generation"
 	"github.com/sluicehq/sluice/host/proxy"
 	"github.com/sluicehq/sluice/host/respond"
 	"github.com/sluicehq/sluice/host/static"
@@ -63,9 +65,31 @@ func (i *Instance) Status() *status.Status {
 	}
 	st.Filters = filterStatus(i.FilterStats())
 	i.sampler.Fill(now, st.Upstreams, st.Filters, i.tel.phases)
-	st.Certificates = certificateStatus(cfg, g.Certificates(), now)
+	st.Certificates = certificateStatus(cfg, i.certs.get(g, now), now)
 	st.Store = storeStatus(cfg)
 	return st
+}
+
+// certEvery is how long the status page reuses a read of the
+// certificates: reading them reads ACME storage (files, or the shared
+// store), which a page polling every second need not do each time.
+const certEvery = 10 * time.Second
+
+// certCache is the last read of a generation's certificates.
+type certCache struct {
+	mu    sync.Mutex
+	gen   *generation.Generation
+	at    time.Time
+	certs []tlsconf.Certificate
+}
+
+func (c *certCache) get(g *generation.Generation, now time.Time) []tlsconf.Certificate {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != g || now.Sub(c.at) >= certEvery || now.Before(c.at) {
+		c.gen, c.at, c.certs = g, now, g.Certificates()
+	}
+	return c.certs
 }
 
 func siteStatus(s *config.Site) status.Site {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/host/tlsconf/tlstest"
 )
 
 // statusConfig is a proxied route with a filter in front, and a route
@@ -290,5 +292,53 @@ func TestAdminStatusRefusesForeignOrigin(t *testing.T) {
 				t.Errorf("%s %s: %d, want %d", path, c2.name, resp.StatusCode, c2.want)
 			}
 		}
+	}
+}
+
+// TestAdminStatusCertificatesAndStore: a TLS site's certificate shows
+// with its expiry and state, and the store block with what its calls
+// found (a store nobody answers for is down, or unknown before a call).
+func TestAdminStatusCertificatesAndStore(t *testing.T) {
+	ca := tlstest.NewCA(t, tlstest.ECDSA)
+	dir := t.TempDir()
+	soon := time.Now().Add(5 * 24 * time.Hour).Truncate(time.Second)
+	later := time.Now().Add(60 * 24 * time.Hour).Truncate(time.Second)
+	ac, ak := ca.ServerUntil(t, soon, "a.test").Write(t, dir, "a-")
+	bc, bk := ca.ServerUntil(t, later, "b.test").Write(t, dir, "b-")
+	addr := tlsFreeAddr(t)
+	site := func(name, cert, key string) string {
+		return fmt.Sprintf("site %q {\n  listen = [%q]\n  tls {\n    cert = %q\n    key  = %q\n  }\n  route \"/\" {\n    respond {\n      body = \"ok\"\n    }\n  }\n}\n", name, addr, cert, key)
+	}
+	src := fmt.Sprintf("admin {\n  listen = \"127.0.0.1:%d\"\n}\nstore \"redis\" {\n  address = %q\n  timeout = \"200ms\"\n}\n", freePort(t), strings.TrimPrefix(deadURL(t), "http://")) +
+		site("a.test", ac, ak) + site("b.test", bc, bk)
+	inst, _ := startSource(t, src, InstanceOptions{})
+	var st struct {
+		Certificates []struct {
+			Site, Name, Source, State string
+			NotAfter                  *time.Time `json:"not_after"`
+			DaysLeft                  *float64   `json:"days_left"`
+		}
+		Store *struct {
+			Address, State string
+			Errors         map[string]uint64
+		}
+	}
+	body := getJSON(t, "http://"+inst.AdminAddr()+"/status", &st)
+	checkSnakeCase(t, "/status", body)
+	if len(st.Certificates) != 2 {
+		t.Fatalf("certificates: %s", body)
+	}
+	for i, want := range []struct {
+		site, state string
+		exp         time.Time
+	}{{"a.test", "expiring", soon}, {"b.test", "valid", later}} {
+		c := st.Certificates[i]
+		if c.Site != want.site || c.Name != want.site || c.Source != "file" || c.State != want.state ||
+			c.NotAfter == nil || !c.NotAfter.Equal(want.exp) || c.DaysLeft == nil || *c.DaysLeft < 4 {
+			t.Errorf("certificate %d: %+v, want %s %s", i, c, want.site, want.state)
+		}
+	}
+	if st.Store == nil || st.Store.Address == "" || (st.Store.State != "down" && st.Store.State != "unknown") || st.Store.Errors == nil {
+		t.Errorf("store: %s", body)
 	}
 }

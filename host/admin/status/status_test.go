@@ -173,3 +173,47 @@ func TestJSONShape(t *testing.T) {
 		}
 	}
 }
+
+// TestPhasesHammer: calls from many goroutines, new keys among them,
+// while snapshots are read: every call is counted once.
+func TestPhasesHammer(t *testing.T) {
+	var p Phases
+	var s Sampler
+	done := make(chan struct{})
+	const workers, calls = 8, 2000
+	for w := range workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range calls {
+				p.Invocation(fmt.Sprint("f", i%4), []string{"request", "response"}[w%2], "ok", time.Duration(i)*time.Microsecond)
+			}
+		}()
+	}
+	for range 50 {
+		s.Fill(time.Now(), nil, []Filter{{Name: "f0"}}, &p)
+	}
+	for range workers {
+		<-done
+	}
+	var total uint64
+	for i := range 4 {
+		for _, c := range p.snapshot(fmt.Sprint("f", i)) {
+			total += c.calls
+		}
+	}
+	if total != workers*calls {
+		t.Errorf("%d calls counted, want %d", total, workers*calls)
+	}
+}
+
+func BenchmarkPhases_Invocation(b *testing.B) {
+	var p Phases
+	p.IsError = func(o string) bool { return o == "trap" }
+	p.Invocation("auth", "request", "ok", time.Microsecond)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			p.Invocation("auth", "request", "ok", 40*time.Microsecond)
+		}
+	})
+}
