@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/host/admin"
+	"github.com/sluicehq/sluice/host/admin/status"
 	"github.com/sluicehq/sluice/host/generation"
 	"github.com/sluicehq/sluice/host/handover"
 	"github.com/sluicehq/sluice/host/tlsconf"
@@ -39,6 +40,11 @@ type Instance struct {
 	upTime   time.Duration     // InstanceOptions.UpgradeTimeout
 	upgrade  sync.Mutex        // one upgrade at a time
 	upgraded chan struct{}     // closed once a successor serves
+
+	started time.Time       // for the status page's uptime
+	reloads *status.Reloads // the generation history (status page)
+	sampler status.Sampler  // recent rates of upstreams and filters
+	certs   certCache       // the serving certificates, read at most every certEvery
 }
 
 // InstanceOptions configure Start.
@@ -90,7 +96,8 @@ func Start(o InstanceOptions) (*Instance, error) {
 		o.Log = slog.Default()
 	}
 	i := &Instance{log: o.Log, srv: NewServer(o.Log), path: o.Path, delay: o.ShutdownDelay,
-		sockets: o.Sockets, args: o.Args, upTime: o.UpgradeTimeout, upgraded: make(chan struct{})}
+		sockets: o.Sockets, args: o.Args, upTime: o.UpgradeTimeout, upgraded: make(chan struct{}),
+		started: time.Now(), reloads: status.NewReloads(o.Path)}
 	i.srv.inherit = o.Sockets
 	if i.args == nil && len(os.Args) > 0 {
 		i.args = os.Args[1:]
@@ -119,6 +126,7 @@ func Start(o InstanceOptions) (*Instance, error) {
 		_ = tel.close(context.Background())
 		return nil, err
 	}
+	i.reloads.Loaded(time.Now(), nil)
 	if err := tel.startAdmin(i.adminOptions(), i.certificates); err != nil {
 		_ = i.srv.Shutdown(context.Background())
 		_ = tel.close(context.Background())
@@ -199,7 +207,8 @@ func (i *Instance) adminOptions() admin.Options {
 			}
 			return nil
 		},
-		Filters: func() any { return i.FilterStats() },
+		Filters: func() any { return i.Status().Filters },
+		Status:  i.Status,
 		Upgrade: func() (string, error) {
 			p, err := i.Upgrade(context.Background())
 			if errors.Is(err, ErrUpgradeInProgress) || errors.Is(err, ErrDraining) {
@@ -251,7 +260,7 @@ func (i *Instance) filterObserver() runtime.Observer     { return i.tel.filterOb
 func (i *Instance) Reload() (err error) {
 	i.reload.Lock()
 	defer i.reload.Unlock()
-	defer func() { i.tel.reloaded(err) }()
+	defer func() { i.tel.reloaded(err); i.reloads.Loaded(time.Now(), err) }()
 	_, _ = handover.Notify(handover.Reloading())
 	defer handover.Notify("READY=1")
 	cfg := i.cfg.Load()

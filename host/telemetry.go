@@ -22,6 +22,7 @@ import (
 
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/host/admin"
+	"github.com/sluicehq/sluice/host/admin/status"
 	"github.com/sluicehq/sluice/host/exchange"
 	"github.com/sluicehq/sluice/host/gateway"
 	"github.com/sluicehq/sluice/host/observe"
@@ -40,7 +41,8 @@ type telemetry struct {
 	tracing  *observe.Tracing   // nil without a traces block
 	access   *observe.AccessLog // nil without an access_log block
 	obs      *observe.Observer
-	admin    *admin.Server // nil without an admin block
+	phases   *status.Phases // filter calls by phase with latency, for the status page
+	admin    *admin.Server  // nil without an admin block
 	first    *config.Config
 	draining atomic.Bool
 
@@ -69,7 +71,8 @@ func newTelemetry(cfg *config.Config, log *slog.Logger) (t *telemetry, err error
 	if log == nil {
 		log = slog.Default()
 	}
-	t = &telemetry{log: log, first: cfg, certEvery: time.Minute, stop: make(chan struct{})}
+	t = &telemetry{log: log, first: cfg, certEvery: time.Minute, stop: make(chan struct{}),
+		phases: &status.Phases{IsError: observe.ErrorOutcome}}
 	t.shutdownDelay.Store(int64(cfg.Server.ShutdownDelay))
 	store.SetLog(log)
 	t.watchStore(cfg)
@@ -165,12 +168,21 @@ func (t *telemetry) guestLogs(log *slog.Logger) *slog.Logger {
 }
 
 // filterObserver is what the filter runtime reports invocations to
-// (runtime.EngineOptions.Observer); nil without metrics.
+// (runtime.EngineOptions.Observer): the status page's counts, and the
+// metrics when there are metrics.
 func (t *telemetry) filterObserver() observe.FilterObserver {
 	if t.metrics == nil {
-		return nil
+		return t.phases
 	}
-	return t.metrics
+	return bothObservers{t.metrics, t.phases}
+}
+
+// bothObservers tells two filter observers of each invocation.
+type bothObservers [2]observe.FilterObserver
+
+func (b bothObservers) Invocation(filter, phase, outcome string, d time.Duration) {
+	b[0].Invocation(filter, phase, outcome, d)
+	b[1].Invocation(filter, phase, outcome, d)
 }
 
 // tracerProvider makes the filter and upstream spans

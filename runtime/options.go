@@ -73,6 +73,7 @@ type FilterStats struct {
 	Digest      string
 	PoolSize    int
 	Live        int // instances alive, every module pool counted
+	InUse       int // calls in flight on the current module's pool: instances checked out
 	Invocations uint64
 	Errors      uint64
 	Swaps       uint64

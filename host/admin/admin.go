@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,6 +18,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sluicehq/sluice/host/admin/status"
 )
 
 // Options configure New.
@@ -46,6 +49,9 @@ type Options struct {
 	// Filters returns the filters' state (module digests, pool sizes,
 	// invocations, last swap) for /filters; nil answers "[]".
 	Filters func() any
+	// Status returns the live state for GET /status, GET /upstreams and
+	// the status page (GET /); nil answers 404 for them.
+	Status func() *status.Status
 	// Ready reports whether the server takes traffic; /readyz answers 503
 	// when it returns false (draining). nil means always ready.
 	Ready func() bool
@@ -108,8 +114,15 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("/filters", s.filters)
 	s.mux.HandleFunc("/reload", s.reload)
 	s.mux.HandleFunc("/upgrade", s.upgrade)
+	s.mux.HandleFunc("/status", s.status)
+	s.mux.HandleFunc("/upstreams", s.upstreams)
+	s.mux.HandleFunc("/ui/", s.page)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "not found; try /healthz, /readyz, /metrics, /config, /filters, POST /reload or POST /upgrade", http.StatusNotFound)
+		if r.URL.Path == "/" && s.o.Status != nil {
+			s.page(w, r)
+			return
+		}
+		http.Error(w, "not found; try / (the status page), /status, /upstreams, /healthz, /readyz, /metrics, /config, /filters, POST /reload or POST /upgrade", http.StatusNotFound)
 	})
 	s.http = &http.Server{
 		Handler:           s.Handler(),
@@ -145,6 +158,12 @@ func (s *Server) Handler() http.Handler {
 		}
 		if s.o.Token != "" && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !s.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sluice admin"`)
+			if isPage(r.URL.Path) {
+				// A browser cannot send a bearer token when it opens a
+				// page; it asks for Basic credentials (the token as
+				// password) and sends them with the page's own calls.
+				w.Header().Add("WWW-Authenticate", `Basic realm="sluice admin", charset="UTF-8"`)
+			}
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
@@ -152,14 +171,21 @@ func (s *Server) Handler() http.Handler {
 	})
 }
 
+// authorized reports whether r carries the token: "Bearer TOKEN", or
+// Basic credentials with the token as password (any user name), which
+// is what a browser sends for the status page.
 func (s *Server) authorized(r *http.Request) bool {
 	h := r.Header.Get("Authorization")
 	const prefix = "Bearer "
 	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
-		return false
+		_, pass, ok := r.BasicAuth()
+		return ok && subtle.ConstantTimeCompare([]byte(pass), []byte(s.o.Token)) == 1
 	}
 	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(h[len(prefix):])), []byte(s.o.Token)) == 1
 }
+
+// isPage reports whether path is the status page or one of its files.
+func isPage(path string) bool { return path == "/" || strings.HasPrefix(path, "/ui/") }
 
 // Start listens and serves in the background.
 func (s *Server) Start() error {
@@ -402,6 +428,67 @@ func (s *Server) filters(w http.ResponseWriter, r *http.Request) {
 		v = s.o.Filters()
 	}
 	writeJSON(w, v)
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	if !readOnly(w, r) {
+		return
+	}
+	if s.o.Status == nil {
+		http.Error(w, "no status", http.StatusNotFound)
+		return
+	}
+	writeJSON(w, s.o.Status())
+}
+
+func (s *Server) upstreams(w http.ResponseWriter, r *http.Request) {
+	if !readOnly(w, r) {
+		return
+	}
+	if s.o.Status == nil {
+		http.Error(w, "no status", http.StatusNotFound)
+		return
+	}
+	ups := s.o.Status().Upstreams
+	if ups == nil {
+		ups = []status.Upstream{}
+	}
+	writeJSON(w, ups)
+}
+
+// pageCSP lets the page load its own script and style and call the API
+// on its own origin, nothing else: no inline code, no other site, no
+// framing.
+const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// page serves the status page (GET /) and its files (GET /ui/...)
+// from status.Assets.
+func (s *Server) page(w http.ResponseWriter, r *http.Request) {
+	if !readOnly(w, r) {
+		return
+	}
+	name := strings.TrimPrefix(r.URL.Path, "/ui/")
+	if r.URL.Path == "/" {
+		name = "index.html"
+	}
+	ctype := map[string]string{
+		"index.html": "text/html; charset=utf-8",
+		"status.css": "text/css; charset=utf-8",
+		"status.js":  "text/javascript; charset=utf-8",
+	}[name]
+	b, err := fs.ReadFile(status.Assets, name)
+	if s.o.Status == nil || ctype == "" || err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", ctype)
+	w.Header().Set("Content-Security-Policy", pageCSP)
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	if r.Method == http.MethodHead {
+		return
+	}
+	_, _ = w.Write(b)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

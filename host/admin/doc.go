@@ -1,6 +1,8 @@
 // Package admin is sluice's admin HTTP API: /healthz, /readyz, /metrics,
-// /config, /filters, POST /reload and POST /upgrade, on a listener of its
-// own (loopback by default), optionally behind a bearer token.
+// /config, /filters, /status, /upstreams, the status page at /, POST
+// /reload and POST /upgrade, on a listener of its own (loopback by
+// default), optionally behind a bearer token (which a browser sends as
+// the password of Basic credentials).
 //
 // Every request must name the listener (origin.go): a Host that is not
 // the listener's address, as configured or as bound, or a loopback name
@@ -14,6 +16,7 @@
 // (the running config, the filter pools, readiness, a reload), so it
 // holds no state of its own and survives reloads unchanged.
 //
-// admin imports only the standard library; it must not import runtime,
+// admin imports only the standard library and its own status package
+// (the JSON shapes and the embedded page); it must not import runtime,
 // config or host (host imports admin).
 package admin

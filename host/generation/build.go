@@ -134,6 +134,9 @@ func buildSite(cfg *config.Config, s *config.Site, d Deps, g *Generation) (*rout
 	}
 	for _, r := range s.Routes {
 		h, err := buildRoute(r, d, g)
+		if p, ok := h.(*proxy.Handler); ok && err == nil {
+			g.Proxies = append(g.Proxies, Proxy{Site: s.Name, Route: r.Path, Handler: p})
+		}
 		if err == nil {
 			h, err = routeStack(r, s, h, d, shared, pages) // stack.go
 		}

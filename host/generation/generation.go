@@ -9,6 +9,7 @@ import (
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/host/exchange"
 	"github.com/sluicehq/sluice/host/frontdoor"
+	"github.com/sluicehq/sluice/host/proxy"
 	"github.com/sluicehq/sluice/host/route"
 	"github.com/sluicehq/sluice/host/tlsconf"
 	"github.com/sluicehq/sluice/runtime"
@@ -39,9 +40,18 @@ type Generation struct {
 	// Doors maps a configured listen address to its front door: the
 	// request policy every engine of the listener applies.
 	Doors map[string]*frontdoor.Door
+	// Proxies are the generation's built-in proxy handlers, in config
+	// order, for the admin's upstream state (read only).
+	Proxies []Proxy
 
 	tls      *tlsGen // certificates and TLS policies per listener (tls.go); nil without TLS
 	inflight atomic.Int64
+}
+
+// Proxy is the proxy handler of one route.
+type Proxy struct {
+	Site, Route string
+	Handler     *proxy.Handler
 }
 
 // Start runs g's starters (see Starters).

@@ -34,6 +34,9 @@ type upstream struct {
 	passive health.Passive
 
 	requests, failures atomic.Uint64
+	timed              atomic.Uint64          // tries reported to obs; their durations sum in latency
+	latency            atomic.Int64           // nanoseconds
+	lastErr            atomic.Pointer[string] // the last failed try's error, for the status page
 
 	hc      *fasthttp.HostClient // HTTP/1.1
 	probeHC *fasthttp.HostClient // HTTP/1.1 health checks, on their own connections

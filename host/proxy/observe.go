@@ -84,6 +84,8 @@ func (s *state) endTry(u *upstream, err error) {
 		if u.tried != nil {
 			u.tried.Tried(s.x, status, d)
 		}
+		u.timed.Add(1)
+		u.latency.Add(int64(d))
 	}
 	if s.span != nil {
 		s.endSpan(err)

@@ -242,13 +242,25 @@ func (h *HeaderOps) SetDefaults() {
 	}
 }
 
-// UpstreamStats is one upstream's state, for metrics.
+// UpstreamStats is one upstream's state, for metrics and the admin
+// status page.
 type UpstreamStats struct {
 	URL      string
 	Healthy  bool  // not marked down by health checks nor ejected
 	InFlight int64 // requests being served now
 	Requests uint64
 	Failures uint64
+	// Down: the active health checks took it out. Ejected: the passive
+	// checks did, for EjectedFor more.
+	Down       bool
+	Ejected    bool
+	EjectedFor time.Duration
+	// Timed counts the tries whose duration is in Latency (their sum):
+	// only tries reported to an UpstreamObserver are timed.
+	Timed   uint64
+	Latency time.Duration
+	// LastError is the last failed try's error ("" before any).
+	LastError string
 }
 
 const bufferLimit = 64 << 10 // responses up to this size are read whole

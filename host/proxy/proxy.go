@@ -232,15 +232,40 @@ func (h *Handler) closeUpstreams() {
 func (h *Handler) Stats() []UpstreamStats {
 	out := make([]UpstreamStats, len(h.ups))
 	for i, u := range h.ups {
+		down, ejected := u.node.Down(), u.node.Ejected()
 		out[i] = UpstreamStats{
 			URL:      u.t.raw,
-			Healthy:  !u.node.Down() && !u.node.Ejected(),
+			Healthy:  !down && !ejected,
 			InFlight: u.node.InFlight.Load(),
 			Requests: u.requests.Load(),
 			Failures: u.failures.Load(),
+			Down:     down,
+			Ejected:  ejected,
+			Timed:    u.timed.Load(),
+			Latency:  time.Duration(u.latency.Load()),
+		}
+		if ejected {
+			out[i].EjectedFor = u.node.EjectedFor()
+		}
+		if e := u.lastErr.Load(); e != nil {
+			out[i].LastError = *e
 		}
 	}
 	return out
+}
+
+// Passive returns the passive health settings in force: failures in a
+// row that eject (0: never) and for how long.
+func (h *Handler) Passive() (maxFails int, coolDown time.Duration) {
+	return h.s.maxFails, h.s.coolDown
+}
+
+// HealthPath is the active checks' path, "" without active checks.
+func (h *Handler) HealthPath() string {
+	if h.opts.Health == nil {
+		return ""
+	}
+	return h.opts.Health.Path
 }
 
 // Errors answered to clients. Their messages name no upstream.
@@ -351,6 +376,8 @@ func (h *Handler) serve(s *state) error {
 // failed records a failed try for stats and passive health.
 func (h *Handler) failed(u *upstream, err error) {
 	u.failures.Add(1)
+	msg := err.Error()
+	u.lastErr.Store(&msg)
 	h.log.Debug("proxy: upstream try failed", "upstream", u.t.raw, "error", err)
 	if h.s.maxFails > 0 && u.passive.Fail(h.s.maxFails) {
 		u.node.Eject(h.s.coolDown)
