@@ -90,7 +90,7 @@ func (f *Filter) Stats() FilterStats {
 	}
 	if mp := f.cur.Load(); mp != nil {
 		s.Digest = mp.m.digest
-		s.InUse = int(max(mp.refs.Load()-1, 0)) // the filter's own reference is not a call
+		s.InUse = int(mp.InUse())
 	}
 	if t := f.lastSwap.Load(); t != 0 {
 		s.LastSwap = time.Unix(0, t)

@@ -45,6 +45,10 @@ func (p *Pool[I]) Release() {
 	}
 }
 
+// InUse is how many references others than the owner hold: the calls in
+// flight on the pool (and a replacement being made), for the stats.
+func (p *Pool[I]) InUse() int64 { return max(p.refs.Load()-1, 0) }
+
 // Retire makes the pool no longer current: no more replacements, and it
 // closes once the calls in flight have released it.
 func (p *Pool[I]) Retire() {
