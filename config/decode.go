@@ -92,7 +92,7 @@ func (d *decoder) config(b hcl.Body) *Config {
 }
 
 func defaultServer() Server {
-	return Server{ShutdownTimeout: 30 * time.Second}
+	return Server{ShutdownTimeout: 30 * time.Second, ServerHeader: "sluice"}
 }
 
 func defaultTelemetry() Telemetry {
@@ -162,12 +162,15 @@ func (d *decoder) clientTLS(tb *hcl.Block) *UpstreamTLS {
 }
 
 func (d *decoder) server(blk *hcl.Block) Server {
-	b := d.content(blk.Body, "server", blk.DefRange, []string{"shutdown_timeout", "shutdown_delay", "cache_dir"})
+	b := d.content(blk.Body, "server", blk.DefRange, []string{"shutdown_timeout", "shutdown_delay", "cache_dir", "server_header"})
 	s := defaultServer()
 	s.Range = blk.DefRange
 	b.duration("shutdown_timeout", &s.ShutdownTimeout, false)
 	b.duration("shutdown_delay", &s.ShutdownDelay, false)
 	b.path("cache_dir", &s.CacheDir)
+	if b.str("server_header", &s.ServerHeader) && !validFieldValue(s.ServerHeader) {
+		d.errorf(b.rng("server_header"), "Invalid server_header", "server_header %q is not a header value: at most 256 printable characters, no control characters, no leading or trailing space; write \"\" to send no Server header.", s.ServerHeader)
+	}
 	return s
 }
 
@@ -620,4 +623,18 @@ func checkRoutePath(p string) error {
 		}
 	}
 	return nil
+}
+
+// validFieldValue reports whether v may be sent as a response field's
+// value as it is: printable, space and tab inside only, bounded.
+func validFieldValue(v string) bool {
+	if len(v) > 256 || strings.TrimSpace(v) != v {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }

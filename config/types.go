@@ -86,6 +86,12 @@ type Server struct {
 	// resolved against the config file's directory. HCL `cache_dir`,
 	// default "" meaning "<user cache dir>/sluice".
 	CacheDir string `json:"cache_dir"`
+	// ServerHeader is the Server response field of every response on
+	// every engine, unless the handler (an upstream's own Server, a
+	// header_down, a filter) set one. HCL `server_header`, default
+	// "sluice", without the version (as nginx's server_tokens off); ""
+	// sends none.
+	ServerHeader string `json:"server_header"`
 	// Range is the `server` block's header, or the zero Range when absent.
 	Range hcl.Range `json:"-"`
 }
