@@ -113,6 +113,8 @@ func Start(o InstanceOptions) (*Instance, error) {
 		return nil, err
 	}
 	i.tel = tel
+	// The telemetry's logger also exports to OTLP when the config says so.
+	i.log, i.srv.log = tel.log, tel.log
 	i.deps = i.newDeps()
 	if err := i.apply(cfg); err != nil {
 		_ = tel.close(context.Background())

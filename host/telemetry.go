@@ -36,9 +36,10 @@ import (
 // restart).
 type telemetry struct {
 	log      *slog.Logger
-	metrics  *observe.Metrics   // nil without an admin block or with prometheus = false
+	metrics  *observe.Metrics   // nil unless /metrics (admin, prometheus) or OTLP metrics want it
 	tracing  *observe.Tracing   // nil without a traces block
 	access   *observe.AccessLog // nil without an access_log block
+	otlp     otlpExport         // OTLP metrics and logs (otlp.go)
 	obs      *observe.Observer
 	admin    *admin.Server // nil without an admin block
 	first    *config.Config
@@ -82,7 +83,7 @@ func newTelemetry(cfg *config.Config, log *slog.Logger) (t *telemetry, err error
 		}
 	}()
 	tc := cfg.Telemetry
-	if cfg.Admin != nil && tc.Metrics.Prometheus {
+	if cfg.Admin != nil && tc.Metrics.Prometheus || tc.Metrics.Endpoint != "" {
 		t.metrics = observe.NewMetrics()
 		t.metrics.Registry().MustRegister(storeErrors{}, rateLimitDecisions{}, buildInfo())
 	}
@@ -105,6 +106,9 @@ func newTelemetry(cfg *config.Config, log *slog.Logger) (t *telemetry, err error
 		if t.access, err = observe.OpenAccessLog(observe.AccessLogOptions{Format: al.Format, Output: al.Output}); err != nil {
 			return nil, err
 		}
+	}
+	if t.log, err = t.startOTLP(cfg, t.log); err != nil {
+		return nil, err
 	}
 	t.obs = &observe.Observer{Metrics: t.metrics, Tracing: t.tracing, AccessLog: t.access}
 	return t, nil
@@ -151,6 +155,11 @@ func redactedTelemetry(c *config.Config) [2]any {
 		cp := *tc.AccessLog
 		cp.Range = hcl.Range{}
 		tc.AccessLog = &cp
+	}
+	if tc.Logs != nil {
+		cp := *tc.Logs
+		cp.Range = hcl.Range{}
+		tc.Logs = &cp
 	}
 	return [2]any{a, tc}
 }
@@ -218,7 +227,7 @@ func (t *telemetry) startAdmin(o admin.Options, certs func() []tlsconf.Certifica
 	}
 	ready := o.Ready
 	o.Ready = func() bool { return !t.draining.Load() && (ready == nil || ready()) }
-	if t.metrics != nil {
+	if t.metrics != nil && t.first.Telemetry.Metrics.Prometheus {
 		o.Metrics = t.metrics.Handler()
 	}
 	s, err := admin.New(o)
@@ -358,6 +367,7 @@ func (t *telemetry) close(ctx context.Context) error {
 	if t.access != nil {
 		errs = append(errs, t.access.Close())
 	}
+	errs = append(errs, t.otlp.close(ctx))
 	return errors.Join(errs...)
 }
 
