@@ -92,7 +92,7 @@ func (d *decoder) config(b hcl.Body) *Config {
 }
 
 func defaultServer() Server {
-	return Server{ShutdownTimeout: 30 * time.Second}
+	return Server{ShutdownTimeout: 30 * time.Second, ServerHeader: "sluice"}
 }
 
 func defaultTelemetry() Telemetry {
@@ -162,12 +162,15 @@ func (d *decoder) clientTLS(tb *hcl.Block) *UpstreamTLS {
 }
 
 func (d *decoder) server(blk *hcl.Block) Server {
-	b := d.content(blk.Body, "server", blk.DefRange, []string{"shutdown_timeout", "shutdown_delay", "cache_dir"})
+	b := d.content(blk.Body, "server", blk.DefRange, []string{"shutdown_timeout", "shutdown_delay", "cache_dir", "server_header"})
 	s := defaultServer()
 	s.Range = blk.DefRange
 	b.duration("shutdown_timeout", &s.ShutdownTimeout, false)
 	b.duration("shutdown_delay", &s.ShutdownDelay, false)
 	b.path("cache_dir", &s.CacheDir)
+	if b.str("server_header", &s.ServerHeader) && !validFieldValue(s.ServerHeader) {
+		d.errorf(b.rng("server_header"), "Invalid server_header", "server_header %q is not a header value: at most 256 printable characters, no control characters, no leading or trailing space; write \"\" to send no Server header.", s.ServerHeader)
+	}
 	return s
 }
 
@@ -222,7 +225,7 @@ func (d *decoder) listener(blk *hcl.Block) *Listener {
 
 func (d *decoder) telemetry(blk *hcl.Block) Telemetry {
 	b := d.content(blk.Body, "telemetry", blk.DefRange, []string{"service_name"},
-		blockType("traces"), blockType("metrics"), blockType("access_log"))
+		blockType("traces"), blockType("metrics"), blockType("access_log"), blockType("logs"))
 	t := defaultTelemetry()
 	if b.str("service_name", &t.ServiceName) && t.ServiceName == "" {
 		d.errorf(b.rng("service_name"), "Empty service_name", "service_name must not be empty.")
@@ -230,20 +233,36 @@ func (d *decoder) telemetry(blk *hcl.Block) Telemetry {
 	if tb := b.single("traces"); tb != nil {
 		x := d.content(tb.Body, "traces", tb.DefRange, []string{"endpoint", "protocol", "headers", "sample_ratio"})
 		tr := &Traces{Protocol: "http/protobuf", SampleRatio: 1, Headers: map[string]string{}, Range: tb.DefRange}
-		if x.require("endpoint") && x.str("endpoint", &tr.Endpoint) {
-			u, err := url.Parse(tr.Endpoint)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				d.errorf(x.rng("endpoint"), "Invalid endpoint", "%q is not an http:// or https:// URL of an OTLP collector, like \"http://127.0.0.1:4318\".", RedactURL(tr.Endpoint))
-			}
+		if x.require("endpoint") {
+			d.otlp(x, &tr.Endpoint, &tr.Protocol, &tr.Headers)
 		}
-		x.oneOf("protocol", &tr.Protocol, "http/protobuf", "grpc")
-		x.headers("headers", &tr.Headers)
 		x.float("sample_ratio", &tr.SampleRatio, 0, 1)
 		t.Traces = tr
 	}
 	if mb := b.single("metrics"); mb != nil {
-		x := d.content(mb.Body, "metrics", mb.DefRange, []string{"prometheus"})
+		x := d.content(mb.Body, "metrics", mb.DefRange, []string{"prometheus", "endpoint", "protocol", "headers", "interval"})
 		x.boolean("prometheus", &t.Metrics.Prometheus)
+		m := &t.Metrics
+		m.Protocol, m.Headers, m.Interval = "http/protobuf", map[string]string{}, 60*time.Second
+		d.otlp(x, &m.Endpoint, &m.Protocol, &m.Headers)
+		x.duration("interval", &m.Interval, true)
+		if m.Endpoint == "" {
+			for _, name := range []string{"protocol", "headers", "interval"} {
+				if x.attrs[name] != nil {
+					d.errorf(x.rng(name), "OTLP setting without endpoint", "%s applies to the OTLP export of metrics, which needs an endpoint (like \"http://127.0.0.1:4318\").", name)
+				}
+			}
+			m.Protocol, m.Headers, m.Interval = "", nil, 0
+		}
+	}
+	if lb := b.single("logs"); lb != nil {
+		x := d.content(lb.Body, "logs", lb.DefRange, []string{"endpoint", "protocol", "headers", "level"})
+		l := &Logs{Protocol: "http/protobuf", Headers: map[string]string{}, Level: "info", Range: lb.DefRange}
+		if x.require("endpoint") {
+			d.otlp(x, &l.Endpoint, &l.Protocol, &l.Headers)
+		}
+		x.oneOf("level", &l.Level, "debug", "info", "warn", "error")
+		t.Logs = l
 	}
 	if ab := b.single("access_log"); ab != nil {
 		x := d.content(ab.Body, "access_log", ab.DefRange, []string{"format", "output", "fields"})
@@ -628,4 +647,31 @@ func checkRoutePath(p string) error {
 		}
 	}
 	return nil
+}
+
+// validFieldValue reports whether v may be sent as a response field's
+// value as it is: printable, space and tab inside only, bounded.
+func validFieldValue(v string) bool {
+	if len(v) > 256 || strings.TrimSpace(v) != v {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// otlp reads an OTLP exporter's endpoint, protocol and headers, the same
+// attributes in traces, metrics and logs.
+func (d *decoder) otlp(x *body, endpoint, protocol *string, headers *map[string]string) {
+	if x.str("endpoint", endpoint) {
+		u, err := url.Parse(*endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			d.errorf(x.rng("endpoint"), "Invalid endpoint", "%q is not an http:// or https:// URL of an OTLP collector, like \"http://127.0.0.1:4318\".", RedactURL(*endpoint))
+		}
+	}
+	x.oneOf("protocol", protocol, "http/protobuf", "grpc")
+	x.headers("headers", headers)
 }

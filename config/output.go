@@ -50,6 +50,12 @@ func (c *Config) Redacted() *Config {
 		redactHeaders(t.Headers)
 		t.Endpoint = RedactURL(t.Endpoint)
 	}
+	redactHeaders(r.Telemetry.Metrics.Headers)
+	r.Telemetry.Metrics.Endpoint = RedactURL(r.Telemetry.Metrics.Endpoint)
+	if l := r.Telemetry.Logs; l != nil {
+		redactHeaders(l.Headers)
+		l.Endpoint = RedactURL(l.Endpoint)
+	}
 	for _, s := range r.Sites {
 		if s.TLS != nil && s.TLS.ACME != nil {
 			s.TLS.ACME.Directory = RedactURL(s.TLS.ACME.Directory)

@@ -86,6 +86,12 @@ type Server struct {
 	// resolved against the config file's directory. HCL `cache_dir`,
 	// default "" meaning "<user cache dir>/sluice".
 	CacheDir string `json:"cache_dir"`
+	// ServerHeader is the Server response field of every response on
+	// every engine, unless the handler (an upstream's own Server, a
+	// header_down, a filter) set one. HCL `server_header`, default
+	// "sluice", without the version (as nginx's server_tokens off); ""
+	// sends none.
+	ServerHeader string `json:"server_header"`
 	// Range is the `server` block's header, or the zero Range when absent.
 	Range hcl.Range `json:"-"`
 }
@@ -194,6 +200,9 @@ type Telemetry struct {
 	Metrics Metrics `json:"metrics"`
 	// AccessLog is the `access_log {}` block; nil means no access log.
 	AccessLog *AccessLog `json:"access_log"`
+	// Logs is the `logs {}` block: sluice's own log records exported over
+	// OTLP as well; nil means none.
+	Logs *Logs `json:"logs"`
 }
 
 // Traces configures the OTLP trace exporter: the `traces {}` block.
@@ -219,6 +228,39 @@ type Metrics struct {
 	// Prometheus serves metrics on the admin listener's /metrics. HCL
 	// `prometheus`, default true.
 	Prometheus bool `json:"prometheus"`
+	// Endpoint, when set, also pushes every metric /metrics has to an
+	// OTLP collector: http:// or https://, as traces'. HCL `endpoint`,
+	// default "" (no OTLP export).
+	Endpoint string `json:"endpoint,omitempty"`
+	// Protocol is the OTLP transport, as traces'. HCL `protocol`, default
+	// "http/protobuf".
+	Protocol string `json:"protocol,omitempty"`
+	// Headers are sent with every export, as traces'. HCL `headers`.
+	// Redacted replaces values.
+	Headers map[string]string `json:"headers,omitempty"`
+	// Interval is how often metrics are pushed. HCL `interval`, default
+	// "60s".
+	Interval time.Duration `json:"interval,omitempty"`
+}
+
+// Logs configures the OTLP log exporter: the `logs {}` block. Every
+// record of sluice's own log (not the access log) at Level or above is
+// exported, with its attributes, besides going where it goes now.
+type Logs struct {
+	// Endpoint is the collector URL, http:// or https://. HCL `endpoint`,
+	// required.
+	Endpoint string `json:"endpoint"`
+	// Protocol is the OTLP transport: "http/protobuf" or "grpc". HCL
+	// `protocol`, default "http/protobuf".
+	Protocol string `json:"protocol"`
+	// Headers are sent with every export. HCL `headers`, default none.
+	// Redacted replaces values.
+	Headers map[string]string `json:"headers"`
+	// Level is the least severity exported: "debug", "info", "warn" or
+	// "error". HCL `level`, default "info".
+	Level string `json:"level"`
+	// Range is the `logs` block's header.
+	Range hcl.Range `json:"-"`
 }
 
 // AccessLog is the `access_log {}` block.

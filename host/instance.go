@@ -121,6 +121,8 @@ func Start(o InstanceOptions) (*Instance, error) {
 	}
 	i.tel = tel
 	i.srv.early = tel.obs.WrapEarly
+	// The telemetry's logger also exports to OTLP when the config says so.
+	i.log, i.srv.log = tel.log, tel.log
 	i.deps = i.newDeps()
 	if err := i.apply(cfg); err != nil {
 		_ = tel.close(context.Background())

@@ -37,9 +37,10 @@ import (
 // restart).
 type telemetry struct {
 	log      *slog.Logger
-	metrics  *observe.Metrics   // nil without an admin block or with prometheus = false
+	metrics  *observe.Metrics   // nil unless /metrics (admin, prometheus) or OTLP metrics want it
 	tracing  *observe.Tracing   // nil without a traces block
 	access   *observe.AccessLog // nil without an access_log block
+	otlp     otlpExport         // OTLP metrics and logs (otlp.go)
 	obs      *observe.Observer
 	phases   *status.Phases // filter calls by phase with latency, for the status page
 	admin    *admin.Server  // nil without an admin block
@@ -85,7 +86,7 @@ func newTelemetry(cfg *config.Config, log *slog.Logger) (t *telemetry, err error
 		}
 	}()
 	tc := cfg.Telemetry
-	if cfg.Admin != nil && tc.Metrics.Prometheus {
+	if cfg.Admin != nil && tc.Metrics.Prometheus || tc.Metrics.Endpoint != "" {
 		t.metrics = observe.NewMetrics()
 		t.metrics.Registry().MustRegister(storeErrors{}, rateLimitDecisions{}, buildInfo())
 	}
@@ -108,6 +109,9 @@ func newTelemetry(cfg *config.Config, log *slog.Logger) (t *telemetry, err error
 		if t.access, err = observe.OpenAccessLog(observe.AccessLogOptions{Format: al.Format, Output: al.Output, Fields: al.Fields}); err != nil {
 			return nil, err
 		}
+	}
+	if t.log, err = t.startOTLP(cfg, t.log); err != nil {
+		return nil, err
 	}
 	t.obs = &observe.Observer{Metrics: t.metrics, Tracing: t.tracing, AccessLog: t.access}
 	return t, nil
@@ -154,6 +158,11 @@ func redactedTelemetry(c *config.Config) [2]any {
 		cp := *tc.AccessLog
 		cp.Range = hcl.Range{}
 		tc.AccessLog = &cp
+	}
+	if tc.Logs != nil {
+		cp := *tc.Logs
+		cp.Range = hcl.Range{}
+		tc.Logs = &cp
 	}
 	return [2]any{a, tc}
 }
@@ -231,7 +240,7 @@ func (t *telemetry) startAdmin(o admin.Options, certs func() []tlsconf.Certifica
 	}
 	ready := o.Ready
 	o.Ready = func() bool { return !t.draining.Load() && (ready == nil || ready()) }
-	if t.metrics != nil {
+	if t.metrics != nil && t.first.Telemetry.Metrics.Prometheus {
 		o.Metrics = t.metrics.Handler()
 	}
 	s, err := admin.New(o)
@@ -371,6 +380,7 @@ func (t *telemetry) close(ctx context.Context) error {
 	if t.access != nil {
 		errs = append(errs, t.access.Close())
 	}
+	errs = append(errs, t.otlp.close(ctx))
 	return errors.Join(errs...)
 }
 

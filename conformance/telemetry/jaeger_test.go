@@ -32,6 +32,15 @@ type jaegerTraces struct {
 // startJaeger runs Jaeger all-in-one (memory storage) on free loopback
 // ports and returns its OTLP HTTP and gRPC endpoints and its query URL.
 func startJaeger(t *testing.T) (otlpHTTP, otlpGRPC, query string) {
+	otlpHTTP, otlpGRPC, query, _ = startJaegerLog(t)
+	return
+}
+
+// startJaegerLog is startJaeger that also returns the path of Jaeger's
+// output, where its debug exporter writes the metrics and log records it
+// receives (Jaeger stores traces only; its OTLP receiver, the
+// OpenTelemetry Collector's, takes all three signals).
+func startJaegerLog(t *testing.T) (otlpHTTP, otlpGRPC, query, output string) {
 	bin := jaegerBinary(t)
 	ph, pg, pq, pqg := freePort(t), freePort(t), freePort(t), freePort(t)
 	cfg := filepath.Join(t.TempDir(), "jaeger.yaml")
@@ -43,11 +52,17 @@ service:
       receivers: [otlp]
       processors: [batch]
       exporters: [jaeger_storage_exporter]
+    metrics:
+      receivers: [otlp]
+      exporters: [debug]
+    logs:
+      receivers: [otlp]
+      exporters: [debug]
   telemetry:
     metrics:
       level: none
     logs:
-      level: warn
+      level: info
 extensions:
   jaeger_storage:
     backends:
@@ -74,13 +89,15 @@ processors:
 exporters:
   jaeger_storage_exporter:
     trace_storage: memstore
+  debug:
+    verbosity: detailed
 `, pq, pqg, ph, pg)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	startProcess(t, bin, "--config", cfg)
+	output = startProcess(t, bin, "--config", cfg)
 	query = fmt.Sprintf("http://127.0.0.1:%d", pq)
 	waitHTTP(t, query+"/api/services", 60*time.Second)
-	return fmt.Sprintf("http://127.0.0.1:%d", ph), fmt.Sprintf("http://127.0.0.1:%d", pg), query
+	return fmt.Sprintf("http://127.0.0.1:%d", ph), fmt.Sprintf("http://127.0.0.1:%d", pg), query, output
 }
 
 // TestJaegerReceivesServerSpans: sluice exports its server spans by OTLP

@@ -121,8 +121,8 @@ func tail(b []byte, n int) []byte {
 }
 
 // startProcess runs a peer until the test ends; its output goes to a file
-// that is printed when the test fails.
-func startProcess(t *testing.T, name string, args ...string) {
+// (whose path it returns) that is printed when the test fails.
+func startProcess(t *testing.T, name string, args ...string) string {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), filepath.Base(name)+".log")
 	logFile, err := os.Create(logPath)
@@ -153,6 +153,7 @@ func startProcess(t *testing.T, name string, args ...string) {
 			t.Logf("%s output (tail):\n%s", filepath.Base(name), tail(b, 4000))
 		}
 	})
+	return logPath
 }
 
 // waitHTTP polls url until it answers 200 or the deadline passes.

@@ -29,6 +29,12 @@ type Door struct {
 	Trusted []netip.Prefix
 	// MaxRequestBody bounds request bodies (413); 0 means no limit.
 	MaxRequestBody int64
+	// Server is the Server response field of every response the door
+	// sees (server_header), set before anything else runs so that a
+	// handler's own (an upstream's, a header_down's, a filter's) replaces
+	// it and a filter can remove it; "" means none. One place for every
+	// engine: fasthttp, net/http, host/h2 and HTTP/3 add none of their own.
+	Server string
 }
 
 // Errors the door answers with. Messages are safe for clients.
@@ -45,6 +51,7 @@ const (
 	hstsHeader   = "Strict-Transport-Security"
 	altSvcHeader = "Alt-Svc"
 	realIPHeader = "X-Real-IP"
+	serverHeader = "Server"
 )
 
 var challengePrefix = []byte(tlsconf.ChallengePrefix)
@@ -54,6 +61,9 @@ var challengePrefix = []byte(tlsconf.ChallengePrefix)
 // the listener's HTTP/3 announcement ("" for none). Errors are
 // *exchange.Error values with the status to answer.
 func (d *Door) Serve(x exchange.Exchange, altSvc string, next func(*route.Site) error) error {
+	if d.Server != "" {
+		x.SetResponseHeader(serverHeader, d.Server)
+	}
 	if err := d.admit(x); err != nil {
 		return err
 	}

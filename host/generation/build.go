@@ -230,6 +230,9 @@ func httpsRedirect(s *config.Site) exchange.Handler {
 // newDoor builds the front door of one listener of g.
 func (g *Generation) newDoor(addr string, maxBody int64, trusted []netip.Prefix) *frontdoor.Door {
 	d := &frontdoor.Door{Sites: g.Tables[addr], Trusted: trusted, MaxRequestBody: maxBody}
+	if g.Config != nil {
+		d.Server = g.Config.Server.ServerHeader
+	}
 	if g.tls != nil {
 		d.TLS, d.Strip = g.tls.table(addr), g.tls.strip
 	}

@@ -23,7 +23,7 @@ func (l *Listener) newFast(h exchange.Handler) *fasthttp.Server {
 	return &fasthttp.Server{
 		Handler:                      l.fastHandler(exchange.Fast(h, l.renderError, o.TLS)),
 		ErrorHandler:                 l.engineError,
-		Name:                         "sluice",
+		NoDefaultServerHeader:        true, // the front door sets server_header, the same on every engine
 		NoDefaultContentType:         true,
 		DisablePreParseMultipartForm: true,
 		ReadTimeout:                  readTimeout,

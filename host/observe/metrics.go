@@ -63,6 +63,7 @@ type Metrics struct {
 	upRequests *prometheus.CounterVec
 	upDur      *prometheus.HistogramVec
 	upHealthy  *prometheus.GaugeVec
+	upTransit  *prometheus.CounterVec // see Upstream.Transition
 	upMu       sync.Mutex
 	upRefs     map[[2]string]int
 
@@ -129,6 +130,7 @@ func NewMetrics() *Metrics {
 		Name: "sluice_upstream_healthy",
 		Help: "Whether an upstream is taken for requests (1) or out (0).",
 	}, []string{labelUp, labelRouteUp})
+	m.upTransit = newTransitions()
 	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sluice_config_reloads_total",
 		Help: "Config reloads by result.",
@@ -144,7 +146,7 @@ func NewMetrics() *Metrics {
 	m.reg.MustRegister(
 		m.duration, m.active, m.reqSize, m.respSize,
 		m.filterCalls, m.filterDur, m.filterErrors, m.guestLogs,
-		m.upRequests, m.upDur, m.upHealthy,
+		m.upRequests, m.upDur, m.upHealthy, m.upTransit,
 		m.reloads, m.lastReload, m.certExpiry,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

@@ -47,12 +47,13 @@ type upstream struct {
 
 	cookie, cookieTLS string // sticky Set-Cookie values
 
-	span      spanInfo         // shared by the client spans
-	obs       UpstreamObserver // nil without Options.Observe
-	tried     TryObserver      // obs, when it is one; else nil
-	healthMu  sync.Mutex       // orders health reports; not on the request path
-	healthy   bool             // as last reported to obs
-	readmit   *time.Timer      // reports the end of a passive cool-down
+	span      spanInfo                     // shared by the client spans
+	obs       UpstreamObserver             // nil without Options.Observe
+	tried     TryObserver                  // obs, when it is one; else nil
+	check     atomic.Pointer[health.Check] // the active check; nil without one, or before Start
+	healthMu  sync.Mutex                   // orders health reports; not on the request path
+	healthy   bool                         // as last reported (logged, counted, told to obs)
+	readmit   *time.Timer                  // reports the end of a passive cool-down
 	obsClosed bool
 }
 

@@ -227,42 +227,56 @@ func isTraceHeader(k []byte) bool {
 	return ascii.EqualFold(k, traceparentHeader) || ascii.EqualFold(k, tracestateHeader)
 }
 
-// Health, as reported to the observer. The node holds the truth (down by
-// the active checks, ejected by the passive ones); the observer is told
-// when the two together change their answer.
+// Health, as reported to the log, the observer and its transition
+// counter. The node holds the truth (down by the active checks, ejected
+// by the passive ones); a transition is when the two together change
+// their answer, and it is reported once, with the reason of the event
+// that changed it.
 
-// reportHealth tells the observer the upstream's availability, if it
-// changed since it was last told.
-func (u *upstream) reportHealth() {
-	if u.obs == nil {
-		return
-	}
+// healthChanged reports the upstream's availability, if it changed since
+// it was last reported: reason (a Reason constant) names the event that
+// just happened, args are log attributes about it.
+func (u *upstream) healthChanged(reason string, args ...any) {
 	u.healthMu.Lock()
 	defer u.healthMu.Unlock()
-	u.reportHealthLocked()
+	u.healthChangedLocked(reason, args...)
 }
 
-func (u *upstream) reportHealthLocked() {
+func (u *upstream) healthChangedLocked(reason string, args ...any) {
 	if u.obsClosed {
 		return
 	}
 	ok := !u.node.Down() && !u.node.Ejected()
-	if ok != u.healthy {
-		u.healthy = ok
+	if ok == u.healthy {
+		return
+	}
+	u.healthy = ok
+	to := "ejected"
+	if ok {
+		to = "healthy"
+	}
+	if u.obs != nil {
 		u.obs.SetHealthy(ok)
+		if t, is := u.obs.(TransitionObserver); is {
+			t.Transition(to, reason)
+		}
+	}
+	args = append([]any{"upstream", u.t.raw, "reason", reason}, args...)
+	if ok {
+		u.h.log.Info("proxy: upstream healthy again", args...)
+	} else {
+		u.h.log.Warn("proxy: upstream ejected", args...)
 	}
 }
 
-// ejected reports a passive ejection and arranges for the readmission
-// to be reported when the cool-down ends (nothing else would notice:
-// the node readmits itself lazily, when a request asks).
-func (u *upstream) ejected() {
-	if u.obs == nil {
-		return
-	}
+// ejected reports a passive ejection (err is the failure that made it)
+// and arranges for the readmission to be reported when the cool-down
+// ends (nothing else would notice: the node readmits itself lazily, when
+// a request asks).
+func (u *upstream) ejected(err error) {
 	u.healthMu.Lock()
 	defer u.healthMu.Unlock()
-	u.reportHealthLocked()
+	u.healthChangedLocked(ReasonMaxFails, "cool_down", u.h.s.coolDown, "error", err)
 	if u.obsClosed {
 		return
 	}
@@ -286,14 +300,12 @@ func (u *upstream) readmitted() {
 		u.readmit.Reset(left + time.Millisecond)
 		return
 	}
-	u.reportHealthLocked()
+	u.check.Load().Readmitted()
+	u.healthChangedLocked(ReasonCoolDown)
 }
 
 // closeObserver stops health reports and closes the observer.
 func (u *upstream) closeObserver() {
-	if u.obs == nil {
-		return
-	}
 	u.healthMu.Lock()
 	closed := u.obsClosed
 	u.obsClosed = true
@@ -301,7 +313,7 @@ func (u *upstream) closeObserver() {
 		u.readmit.Stop()
 	}
 	u.healthMu.Unlock()
-	if !closed {
+	if !closed && u.obs != nil {
 		_ = u.obs.Close()
 	}
 }

@@ -171,6 +171,26 @@ type TryObserver interface {
 	Tried(x exchange.Exchange, status int, d time.Duration)
 }
 
+// TransitionObserver is an UpstreamObserver that is also told why an
+// upstream's availability changed (*observe.Upstream is one: it counts
+// sluice_upstream_health_transitions_total).
+type TransitionObserver interface {
+	UpstreamObserver
+	// Transition follows SetHealthy: to is "healthy" or "ejected", reason
+	// one of ReasonActiveFall, ReasonMaxFails, ReasonActiveRise and
+	// ReasonCoolDown.
+	Transition(to, reason string)
+}
+
+// Why an upstream left or rejoined the rotation: the reason label of the
+// transitions metric and the reason field of the log line.
+const (
+	ReasonActiveFall = "active_fall"       // fall failing active checks in a row
+	ReasonMaxFails   = "passive_max_fails" // max_fails failed requests in a row
+	ReasonActiveRise = "active_rise"       // rise passing active checks in a row
+	ReasonCoolDown   = "cool_down_over"    // fail_timeout ran out
+)
+
 // Upstream is one server.
 type Upstream struct {
 	// URL is "http://host:port", "https://host:port" or "h2c://host:port"

@@ -195,16 +195,21 @@ func (h *Handler) Start() {
 	def.SetDefaults()
 	cfg := health.Config{Interval: def.Interval, Timeout: def.Timeout, Expect: def.ExpectStatus, Rise: def.Rise, Fall: def.Fall}
 	for _, u := range h.ups {
-		h.checker.Start(cfg, func(ctx context.Context) (int, error) { return u.probe(ctx, hc.Path) },
+		c := h.checker.Start(cfg, func(ctx context.Context) (int, error) { return u.probe(ctx, hc.Path) },
 			func(up bool, status int, err error) {
-				u.node.SetDown(!up)
-				u.reportHealth()
 				if up {
-					h.log.Info("proxy: upstream healthy again", "upstream", u.t.raw)
-				} else {
-					h.log.Warn("proxy: upstream failed health checks", "upstream", u.t.raw, "status", status, "error", err)
+					// Passing checks end a passive ejection too: the
+					// upstream answers again, so waiting out the rest of
+					// fail_timeout would only keep traffic from it.
+					u.node.SetDown(false)
+					u.node.Readmit()
+					u.healthChanged(ReasonActiveRise)
+					return
 				}
+				u.node.SetDown(true)
+				u.healthChanged(ReasonActiveFall, "status", status, "error", err)
 			})
+		u.check.Store(c)
 	}
 }
 
@@ -381,8 +386,8 @@ func (h *Handler) failed(u *upstream, err error) {
 	h.log.Debug("proxy: upstream try failed", "upstream", u.t.raw, "error", err)
 	if h.s.maxFails > 0 && u.passive.Fail(h.s.maxFails) {
 		u.node.Eject(h.s.coolDown)
-		u.ejected()
-		h.log.Warn("proxy: upstream ejected", "upstream", u.t.raw, "cool_down", h.s.coolDown, "error", err)
+		u.check.Load().Ejected()
+		u.ejected(err)
 	}
 }
 

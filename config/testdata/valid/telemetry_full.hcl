@@ -11,6 +11,17 @@ telemetry {
 
   metrics {
     prometheus = false
+    endpoint   = "https://otel.example.com:4318"
+    protocol   = "http/protobuf"
+    headers    = { "x-honeycomb-team" = "not-a-real-key" }
+    interval   = "15s"
+  }
+
+  logs {
+    endpoint = "https://otel.example.com:4317"
+    protocol = "grpc"
+    headers  = { "x-honeycomb-team" = "not-a-real-key" }
+    level    = "warn"
   }
 
   access_log {

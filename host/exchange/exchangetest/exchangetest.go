@@ -78,7 +78,7 @@ func startFast(t testing.TB, h exchange.Handler) Engine {
 	ln := lazyconn.Listener{Listener: listen(t)} // as the host's listeners
 	srv := &fasthttp.Server{
 		Handler:                       exchange.Fast(h, RenderError, false),
-		Name:                          "sluice",
+		NoDefaultServerHeader:         true, // as the host's listeners: the front door sets Server
 		NoDefaultContentType:          true,
 		DisablePreParseMultipartForm:  true,
 		DisableHeaderNamesNormalizing: false,

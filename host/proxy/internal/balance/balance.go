@@ -66,6 +66,13 @@ func (n *Node) Down() bool { return n.down.Load() }
 // Eject takes the node out of rotation for d.
 func (n *Node) Eject(d time.Duration) { n.until.Store(time.Now().Add(d).UnixNano()) }
 
+// Readmit ends a passive cool-down now (an active check vouched for the
+// node); it reports whether one was running.
+func (n *Node) Readmit() bool {
+	u := n.until.Swap(0)
+	return u != 0 && time.Now().UnixNano() < u
+}
+
 // Ejected reports whether the node is in a passive cool-down.
 func (n *Node) Ejected() bool {
 	u := n.until.Load()

@@ -36,16 +36,51 @@ func NewChecker() *Checker {
 	return &Checker{ctx: ctx, cancel: cancel}
 }
 
+// Check is the state of one upstream's running check.
+type Check struct {
+	mu      sync.Mutex
+	ejected bool // a passive ejection waits for Rise passing checks
+	ok      int  // passing checks in a row
+}
+
+// Ejected tells the check that passive health took its upstream out:
+// Rise passing checks in a row from now on end the ejection (Start's
+// change is called with up=true), whether or not the active check had
+// the upstream down. Ejected on a nil *Check does nothing.
+func (c *Check) Ejected() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.ejected, c.ok = true, 0
+	c.mu.Unlock()
+}
+
+// Readmitted tells the check that a passive ejection ended otherwise
+// (its cool-down ran out): no longer wait for Rise passes to end it.
+func (c *Check) Readmitted() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.ejected = false
+	c.mu.Unlock()
+}
+
 // Start probes with p every c.Interval and calls change with the new state
-// each time the upstream goes down (up=false) or comes back (up=true). The
-// upstream starts out up.
-func (k *Checker) Start(c Config, p Probe, change func(up bool, status int, err error)) {
+// each time the upstream goes down (up=false, after c.Fall failing checks
+// in a row) or comes back (up=true, after c.Rise passing ones); coming
+// back is also reported when the upstream was only ejected (see
+// Check.Ejected). The upstream starts out up. change runs on the check's
+// goroutine, never twice at once for one upstream.
+func (k *Checker) Start(c Config, p Probe, change func(up bool, status int, err error)) *Check {
+	st := &Check{}
 	k.wg.Add(1)
 	go func() {
 		defer k.wg.Done()
 		t := time.NewTicker(c.Interval)
 		defer t.Stop()
-		up, ok, bad := true, 0, 0
+		up, bad := true, 0
 		for {
 			select {
 			case <-k.ctx.Done():
@@ -59,20 +94,31 @@ func (k *Checker) Start(c Config, p Probe, change func(up bool, status int, err 
 				return
 			}
 			if err == nil && status == c.Expect {
-				ok, bad = ok+1, 0
-				if !up && ok >= c.Rise {
+				bad = 0
+				st.mu.Lock()
+				st.ok++
+				back := (!up || st.ejected) && st.ok >= c.Rise
+				if back {
+					st.ejected = false
+				}
+				st.mu.Unlock()
+				if back {
 					up = true
 					change(true, status, nil)
 				}
 				continue
 			}
-			ok, bad = 0, bad+1
+			st.mu.Lock()
+			st.ok = 0
+			st.mu.Unlock()
+			bad++
 			if up && bad >= c.Fall {
 				up = false
 				change(false, status, err)
 			}
 		}
 	}()
+	return st
 }
 
 // Close stops every probe and waits for them to return.

@@ -85,3 +85,51 @@ func TestPassive(t *testing.T) {
 		t.Fatal("success did not reset")
 	}
 }
+
+// An ejected upstream whose active check keeps passing comes back after
+// Rise passes counted from the ejection, not before, and not at all
+// while the checks fail.
+func TestCheckerRiseEndsEjection(t *testing.T) {
+	var status atomic.Int32
+	status.Store(200)
+	came := make(chan time.Time, 4)
+	k := NewChecker()
+	defer k.Close()
+	var probes atomic.Int32
+	c := k.Start(Config{Interval: 5 * time.Millisecond, Timeout: 50 * time.Millisecond, Expect: 200, Rise: 3, Fall: 2},
+		func(ctx context.Context) (int, error) { probes.Add(1); return int(status.Load()), nil },
+		func(up bool, _ int, _ error) {
+			if up {
+				came <- time.Now()
+			}
+		})
+	for end := time.Now().Add(time.Second); probes.Load() < 5 && time.Now().Before(end); {
+		time.Sleep(2 * time.Millisecond)
+	}
+	select {
+	case <-came:
+		t.Fatal("an upstream that never went out came back")
+	default:
+	}
+	status.Store(500) // one failure: below Fall, but it resets the passes
+	time.Sleep(12 * time.Millisecond)
+	c.Ejected()
+	at := probes.Load()
+	status.Store(200)
+	select {
+	case <-came:
+		if n := probes.Load() - at; n < 3 {
+			t.Errorf("back after %d probes, want at least Rise (3)", n)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("rise passing checks did not end the ejection")
+	}
+	c.Ejected()
+	c.Readmitted() // the cool-down ended first: nothing more to report
+	time.Sleep(40 * time.Millisecond)
+	select {
+	case <-came:
+		t.Error("reported a comeback after Readmitted")
+	default:
+	}
+}

@@ -1,0 +1,14 @@
+telemetry {
+  metrics {
+    interval = "10s"
+  }
+  logs {
+    level = "loud"
+  }
+}
+
+site "*" {
+  route "/" {
+    respond {}
+  }
+}
