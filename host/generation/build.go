@@ -10,8 +10,8 @@ import (
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/host/exchange"
 	"github.com/sluicehq/sluice/host/frontdoor"
-	"github.com/sluicehq/sluice/host/internal/hostname"
 	_ "github.com/sluicehq/sluice/host/handlers" // every route block config decodes
+	"github.com/sluicehq/sluice/host/internal/hostname"
 	"github.com/sluicehq/sluice/host/observe"
 	"github.com/sluicehq/sluice/host/proxy"
 	"github.com/sluicehq/sluice/host/respond"
