@@ -305,7 +305,7 @@ func (d *decoder) filter(blk *hcl.Block) *Filter {
 	f := defaultFilter(blk.Labels[0])
 	f.Range = blk.LabelRanges[0]
 	b := d.content(blk.Body, fmt.Sprintf("filter %q", f.Name), blk.DefRange,
-		[]string{"module", "config", "timeout", "init_timeout", "memory", "max_buffer", "reset"}, blockType("pool"))
+		[]string{"module", "config", "timeout", "init_timeout", "body_timeout", "memory", "max_buffer", "reset"}, blockType("pool"))
 	if f.Name == "" {
 		d.errorf(f.Range, "Empty filter name", "A filter needs a name.")
 	}
@@ -333,6 +333,7 @@ func (d *decoder) filter(blk *hcl.Block) *Filter {
 	}
 	b.duration("timeout", &f.Timeout, true)
 	b.duration("init_timeout", &f.InitTimeout, true)
+	b.duration("body_timeout", &f.BodyTimeout, true)
 	if b.size("memory", &f.Memory) {
 		switch {
 		case f.Memory < wasmPage:

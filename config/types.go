@@ -311,6 +311,12 @@ type Filter struct {
 	// _start, where a guest parses its config). HCL `init_timeout`,
 	// default "10s"; must be above zero.
 	InitTimeout time.Duration `json:"init_timeout"`
+	// BodyTimeout bounds the read of the request body of a filter that
+	// reads it (buffer_request), which is read whole, up to max_buffer,
+	// before the request takes an instance: a slow client holds a
+	// buffer, not an instance, and gets 408 past it. HCL `body_timeout`,
+	// default the filter's `timeout`; above zero when set.
+	BodyTimeout time.Duration `json:"body_timeout"`
 	// Memory is the largest linear memory of one instance, in bytes. HCL
 	// `memory`, a size, default "16MiB", rounded up to whole 64KiB Wasm
 	// pages, at most "4GiB".

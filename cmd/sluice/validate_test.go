@@ -81,3 +81,31 @@ func TestValidateSetup(t *testing.T) {
 		})
 	}
 }
+
+// TestReadmeDiagnostic: the diagnostic the README shows is what `sluice
+// validate` prints for testdata/readme/sluice.hcl, byte for byte.
+func TestReadmeDiagnostic(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const intro = "A bad config is refused with every\nproblem at once:\n\n```text\n"
+	i := bytes.Index(readme, []byte(intro))
+	if i < 0 {
+		t.Fatal("README.md: no sample diagnostic after \"A bad config is refused\"")
+	}
+	shown := readme[i+len(intro):]
+	shown = shown[:bytes.Index(shown, []byte("```"))]
+	const cmd = "$ sluice validate -c sluice.hcl\n"
+	if !bytes.HasPrefix(shown, []byte(cmd)) {
+		t.Fatalf("README.md: the sample starts %q, want %q", shown[:min(len(shown), len(cmd))], cmd)
+	}
+	t.Chdir("testdata/readme")
+	var out bytes.Buffer
+	if rc := validate([]string{"-c", "sluice.hcl"}, &out); rc != 1 {
+		t.Errorf("exit %d, want 1", rc)
+	}
+	if got, want := out.String(), string(shown[len(cmd):]); got != want {
+		t.Errorf("README.md shows:\n%s\nsluice validate prints:\n%s", want, got)
+	}
+}

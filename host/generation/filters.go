@@ -77,6 +77,7 @@ func filterOptions(fc *config.Filter) runtime.FilterOptions {
 		Config:      fc.Config,
 		Timeout:     fc.Timeout,
 		InitTimeout: fc.InitTimeout,
+		BodyTimeout: fc.BodyTimeout, // zero: the timeout
 		MemoryLimit: fc.Memory,
 		PoolSize:    fc.Pool.Size,
 		MaxBuffer:   runtimeMaxBuffer(fc.MaxBuffer),

@@ -12,6 +12,7 @@ filter "auth" {
   }
   timeout      = "5ms"
   init_timeout = "30s"
+  body_timeout = "20s"
   memory       = "100KiB" # rounded up to 128KiB, two pages
   max_buffer   = "64KiB"
 

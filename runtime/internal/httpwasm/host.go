@@ -172,7 +172,8 @@ func logMessage(ctx context.Context, mod api.Module, stack []uint64) {
 	if len(msg) > MaxLogMessage {
 		msg = append(msg[:MaxLogMessage:MaxLogMessage], "…"...)
 	}
-	inv.Logger.Log(context.Background(), l, string(msg), "source", "guest")
+	text, attrs := splitLogfmt(string(msg)) // LogKV's fields become fields
+	inv.Logger.LogAttrs(context.Background(), l, text, append(attrs, slog.String("source", "guest"))...)
 }
 
 func getMethod(ctx context.Context, mod api.Module, stack []uint64) {
