@@ -20,7 +20,7 @@ func TestChunkedBodyLimit(t *testing.T) {
 		fmt.Fprintf(w, "%d", len(b))
 	}))
 	defer backend.Close()
-	_, base, _ := startConfig(t, `
+	base := startConfig(t, `
 listener "127.0.0.1:PORT" {
   max_request_body = "1KiB"
 }
@@ -32,7 +32,7 @@ site "a.test" {
     }
   }
 }
-`)
+`).URL
 	post := func(n int) int {
 		// An io.Reader of unknown length makes the client send chunks.
 		req, _ := http.NewRequest("POST", base+"/", io.MultiReader(strings.NewReader(strings.Repeat("x", n))))

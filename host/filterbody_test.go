@@ -73,7 +73,7 @@ func TestFilterHeadersStreamLargeBody(t *testing.T) {
 		io.CopyN(w, zeros{}, size)
 	}))
 	defer backend.Close()
-	_, base, _ := startConfig(t, `
+	base := startConfig(t, `
 listener "127.0.0.1:PORT" {
   h2c = true
 }
@@ -90,7 +90,7 @@ site "*" {
     }
   }
 }
-`)
+`).URL
 	for _, proto := range filterEngines {
 		for _, sized := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/sized=%v", proto, sized), func(t *testing.T) {
@@ -178,7 +178,7 @@ func TestFilterMaxBuffer(t *testing.T) {
 		io.Copy(w, io.LimitReader(zeros{}, int64(n)))
 	}))
 	defer backend.Close()
-	inst, base, cfg := startConfig(t, `
+	srv := startConfig(t, `
 admin {
   listen = "127.0.0.1:`+strconv.Itoa(freePort(t))+`"
 }
@@ -206,7 +206,7 @@ site "*" {
   }
 }
 `)
-	dir := filepath.Join(filepath.Dir(cfg), "public") // the route prefix is stripped
+	dir := filepath.Join(filepath.Dir(srv.Config), "public") // the route prefix is stripped
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -233,9 +233,9 @@ site "*" {
 		c := filterClient(t, proto)
 		for _, tt := range tests {
 			t.Run(proto+"/"+tt.name, func(t *testing.T) {
-				req, _ := http.NewRequest("POST", base+tt.path, strings.NewReader(strings.Repeat("a", max(tt.body, 0))))
+				req, _ := http.NewRequest("POST", srv.URL+tt.path, strings.NewReader(strings.Repeat("a", max(tt.body, 0))))
 				if tt.body < 0 {
-					req, _ = http.NewRequest("GET", base+tt.path, nil)
+					req, _ = http.NewRequest("GET", srv.URL+tt.path, nil)
 				}
 				req.Header.Set("Accept-Encoding", "identity") // the guest sees the file as it is
 				resp, err := c.Do(req)
@@ -254,7 +254,7 @@ site "*" {
 		}
 	}
 	// Counted per phase, and not as filter errors.
-	admin := "http://" + inst.AdminAddr()
+	admin := "http://" + srv.Inst.AdminAddr()
 	for phase, want := range map[string]float64{"request": 4, "response": 6} {
 		name := `sluice_filter_invocations_total{filter="body",outcome="buffer_limit",phase="` + phase + `"}`
 		if v := metricValue(t, admin, name); v != want {
@@ -277,7 +277,7 @@ func TestFilterSlowBodyKeepsPool(t *testing.T) {
 		io.WriteString(w, "ok")
 	}))
 	defer backend.Close()
-	_, base, _ := startConfig(t, `
+	base := startConfig(t, `
 listener "127.0.0.1:PORT" {
   h2c          = true
   read_timeout = "15s"
@@ -298,7 +298,7 @@ site "*" {
     }
   }
 }
-`)
+`).URL
 	addr := strings.TrimPrefix(base, "http://")
 	for _, proto := range filterEngines {
 		t.Run(proto, func(t *testing.T) {

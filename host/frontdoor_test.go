@@ -103,7 +103,7 @@ func TestFrontDoorMTLSAbsoluteForm(t *testing.T) {
 // 413 and the client, still sending, reads that answer rather than a
 // connection reset.
 func TestFrontDoorLingeringClose(t *testing.T) {
-	_, base, _ := startConfig(t, `
+	base := startConfig(t, `
 listener "127.0.0.1:PORT" {
   max_request_body = "1KiB"
 }
@@ -116,7 +116,7 @@ site "a.test" {
     }
   }
 }
-`)
+`).URL
 	addr := strings.TrimPrefix(base, "http://")
 	for i := range 3 {
 		c, err := net.Dial("tcp", addr)
@@ -167,7 +167,7 @@ func TestFrontDoorHeaderTimeout(t *testing.T) {
 		fmt.Fprintf(w, "%s", b)
 	}))
 	defer backend.Close()
-	_, base, _ := startConfig(t, `
+	base := startConfig(t, `
 listener "127.0.0.1:PORT" {
   read_header_timeout = "300ms"
   read_timeout        = "20s"
@@ -180,7 +180,7 @@ site "a.test" {
     }
   }
 }
-`)
+`).URL
 	addr := strings.TrimPrefix(base, "http://")
 	c, err := net.Dial("tcp", addr)
 	if err != nil {

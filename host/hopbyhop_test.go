@@ -41,7 +41,7 @@ func hopBackend(t *testing.T) *httptest.Server {
 // Connection (HTTP/1.1). The client's own X-Mine, which it named, goes.
 func TestHopByHopClientOnly(t *testing.T) {
 	be := hopBackend(t)
-	inst, base, _ := startConfig(t, `
+	srv := startConfig(t, `
 site "a.test" {
   listen = ["127.0.0.1:PORT"]
   route "/" {
@@ -52,9 +52,9 @@ site "a.test" {
   }
 }
 `)
-	addr := strings.TrimPrefix(base, "http://")
+	addr := strings.TrimPrefix(srv.URL, "http://")
 	urls := map[string]string{"listener": addr}
-	for _, e := range exchangetest.Engines(t, inst.Server().dispatchAt(addr)) {
+	for _, e := range exchangetest.Engines(t, srv.Inst.Server().dispatchAt(addr)) {
 		if e.Proto == "HTTP/1.1" {
 			urls[e.Name] = e.Addr()
 		}

@@ -39,8 +39,8 @@ func TestLongLivedSurviveReloadH2(t *testing.T) {
 	next := make(chan struct{})
 	backend := longLivedBackend(t, next)
 	src := strings.ReplaceAll(longLivedH2Config, "BACKEND", backend.URL)
-	inst, base, path := startConfig(t, strings.ReplaceAll(src, "VERSION", "v1"))
-	port := strings.TrimPrefix(base, "http://127.0.0.1:")
+	srv := startConfig(t, strings.ReplaceAll(src, "VERSION", "v1"))
+	port := strings.TrimPrefix(srv.URL, "http://127.0.0.1:")
 
 	var p http.Protocols
 	p.SetUnencryptedHTTP2(true)
@@ -49,7 +49,7 @@ func TestLongLivedSurviveReloadH2(t *testing.T) {
 	client := &http.Client{Transport: tr, Timeout: 20 * time.Second}
 	get := func(path string) string {
 		t.Helper()
-		resp, err := client.Get(base + path)
+		resp, err := client.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func TestLongLivedSurviveReloadH2(t *testing.T) {
 		}
 		return string(b)
 	}
-	resp, err := client.Get(base + "/events")
+	resp, err := client.Get(srv.URL + "/events")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,10 +87,10 @@ func TestLongLivedSurviveReloadH2(t *testing.T) {
 	event("0")
 	for i := 2; i <= 4; i++ {
 		newSrc := strings.ReplaceAll(strings.ReplaceAll(src, "VERSION", fmt.Sprintf("v%d", i)), "PORT", port)
-		if err := os.WriteFile(path, []byte(newSrc), 0o644); err != nil {
+		if err := os.WriteFile(srv.Config, []byte(newSrc), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := inst.Reload(); err != nil {
+		if err := srv.Inst.Reload(); err != nil {
 			t.Fatal(err)
 		}
 		if body := get("/version"); body != fmt.Sprintf("v%d", i) {

@@ -116,23 +116,23 @@ func TestLongLivedSurviveReload(t *testing.T) {
 	next := make(chan struct{})
 	backend := longLivedBackend(t, next)
 	src := strings.ReplaceAll(longLivedConfig, "BACKEND", backend.URL)
-	inst, base, path := startConfig(t, strings.ReplaceAll(src, "VERSION", "v1"))
-	port := strings.TrimPrefix(base, "http://127.0.0.1:")
+	srv := startConfig(t, strings.ReplaceAll(src, "VERSION", "v1"))
+	port := strings.TrimPrefix(srv.URL, "http://127.0.0.1:")
 
-	echo := openWebSocket(t, base)
+	echo := openWebSocket(t, srv.URL)
 	echo("before")
-	_, event := openEvents(t, base)
+	_, event := openEvents(t, srv.URL)
 	event("0")
 
 	for i := 2; i <= 4; i++ {
 		newSrc := strings.ReplaceAll(strings.ReplaceAll(src, "VERSION", fmt.Sprintf("v%d", i)), "PORT", port)
-		if err := os.WriteFile(path, []byte(newSrc), 0o644); err != nil {
+		if err := os.WriteFile(srv.Config, []byte(newSrc), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := inst.Reload(); err != nil {
+		if err := srv.Inst.Reload(); err != nil {
 			t.Fatal(err)
 		}
-		if _, body := get(t, base+"/version", ""); body != fmt.Sprintf("v%d", i) {
+		if _, body := get(t, srv.URL+"/version", ""); body != fmt.Sprintf("v%d", i) {
 			t.Fatalf("after reload %d: %q", i, body)
 		}
 		time.Sleep(150 * time.Millisecond) // let the old generation drain and close
@@ -181,7 +181,7 @@ func TestLongLivedSurviveModuleSwap(t *testing.T) {
 	}
 	writeVersion("v000")
 	src := strings.NewReplacer("BACKEND", backend.URL, "MODULE", module).Replace(swapConfig)
-	_, base, _ := startConfig(t, src)
+	base := startConfig(t, src).URL
 	version := func() string {
 		resp, err := http.Get(base + "/plain")
 		if err != nil {

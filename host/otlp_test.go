@@ -97,7 +97,7 @@ func attr(kvs []*common.KeyValue, key string) string {
 // without an admin block too.
 func TestTelemetryOTLPMetricsAndLogs(t *testing.T) {
 	rcv := newOTLPReceiver(t)
-	inst, base, path := startConfig(t, `
+	srv := startConfig(t, `
 telemetry {
   service_name = "edge-test"
   metrics {
@@ -119,22 +119,23 @@ site "a.test" {
   }
 }
 `)
-	req, _ := http.NewRequest("GET", base+"/", nil)
+	req, _ := http.NewRequest("GET", srv.URL+"/", nil)
 	req.Host = "a.test"
 	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if err := inst.Reload(); err != nil { // logs "reloaded" with file=PATH
+	if err := srv.Inst.Reload(); err != nil { // logs "reloaded" with file=PATH
 		t.Fatal(err)
 	}
-	inst.tel.log.Debug("below the level")
+	srv.Inst.
+		tel.log.Debug("below the level")
 	// Shutdown flushes both providers: what was logged and the last
 	// metrics are exported before it returns.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := inst.Shutdown(ctx); err != nil {
+	if err := srv.Inst.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
 	rcv.mu.Lock()
@@ -149,8 +150,8 @@ site "a.test" {
 			t.Errorf("metric %s not exported; got %v", name, names)
 		}
 	}
-	if got, ok := rcv.logs["reloaded"]; !ok || got != path {
-		t.Errorf("log record \"reloaded\": present %v, file=%q, want %q (records %v)", ok, got, path, rcv.logs)
+	if got, ok := rcv.logs["reloaded"]; !ok || got != srv.Config {
+		t.Errorf("log record \"reloaded\": present %v, file=%q, want %q (records %v)", ok, got, srv.Config, rcv.logs)
 	}
 	if _, ok := rcv.logs["below the level"]; ok {
 		t.Error("a debug record was exported at level info")

@@ -96,7 +96,7 @@ func (u *pathUpstream) take() []string {
 func TestRouteBoundary(t *testing.T) {
 	up := startPathUpstream(t)
 	upURL := "http://" + up.ln.Addr().String()
-	inst, base, _ := startConfig(t, `
+	srv := startConfig(t, `
 site "a.test" {
   listen = ["127.0.0.1:PORT"]
   route "/" {
@@ -117,7 +117,7 @@ site "a.test" {
   }
 }
 `)
-	addr := strings.TrimPrefix(base, "http://")
+	addr := strings.TrimPrefix(srv.URL, "http://")
 	refused := []string{ // 400, or 403 from "/papi/"; the upstream sees nothing
 		"/papi/secret.txt#/../../api/x",
 		"/api/%2e%2e/papi/%zz/../secret.txt",
@@ -197,7 +197,7 @@ site "a.test" {
 		}
 	}
 	targets := []target{{"listener", h1(addr)}}
-	for _, e := range exchangetest.Engines(t, inst.Server().dispatchAt(addr)) {
+	for _, e := range exchangetest.Engines(t, srv.Inst.Server().dispatchAt(addr)) {
 		if e.Proto == "HTTP/1.1" {
 			targets = append(targets, target{e.Name, h1(e.Addr())})
 			continue

@@ -21,10 +21,18 @@ import (
 	"github.com/sluicehq/sluice/host/generation"
 )
 
-// startConfig writes src (with %s replaced by the docroot) to a temp
-// config file and starts an instance on it. It returns the instance and
-// the base URL of its first listener.
-func startConfig(t testing.TB, src string) (*Instance, string, string) {
+// testServer is an instance started by startConfig, as net/http's
+// clientServerTest is a test's server and its client.
+type testServer struct {
+	Inst   *Instance // the running instance
+	URL    string    // http://127.0.0.1:PORT, the listener PORT names
+	Config string    // the config file's path (rewrite it, then reload)
+}
+
+// startConfig writes src to a config file in a temp dir (with every PORT
+// replaced by one free port, and public/index.html beside it) and starts
+// an instance on it, shut down when the test ends.
+func startConfig(t testing.TB, src string) testServer {
 	t.Helper()
 	dir := t.TempDir()
 	root := filepath.Join(dir, "public")
@@ -49,7 +57,7 @@ func startConfig(t testing.TB, src string) (*Instance, string, string) {
 		defer cancel()
 		_ = inst.Shutdown(ctx)
 	})
-	return inst, fmt.Sprintf("http://127.0.0.1:%d", port), path
+	return testServer{Inst: inst, URL: fmt.Sprintf("http://127.0.0.1:%d", port), Config: path}
 }
 
 func freePort(t testing.TB) int {
@@ -104,7 +112,7 @@ func get(t *testing.T, url, host string) (int, string) {
 }
 
 func TestSitesAndRoutes(t *testing.T) {
-	_, base, _ := startConfig(t, sitesConfig)
+	base := startConfig(t, sitesConfig).URL
 	cases := []struct {
 		host, path string
 		status     int
@@ -142,7 +150,7 @@ func raw(t *testing.T, addr, req string) string {
 }
 
 func TestHardening(t *testing.T) {
-	_, base, _ := startConfig(t, `
+	base := startConfig(t, `
 listener "127.0.0.1:PORT" {
   max_header_bytes = "4KiB"
   max_request_body = "1KiB"
@@ -153,7 +161,7 @@ site "a.test" {
     respond { body = "ok" }
   }
 }
-`)
+`).URL
 	addr := strings.TrimPrefix(base, "http://")
 	cases := []struct {
 		name, req, want string
@@ -178,7 +186,7 @@ site "a.test" {
 }
 
 func TestSlowClientTimedOut(t *testing.T) {
-	_, base, _ := startConfig(t, `
+	base := startConfig(t, `
 listener "127.0.0.1:PORT" {
   read_timeout = "300ms"
   idle_timeout = "300ms"
@@ -189,7 +197,7 @@ site "a.test" {
     respond { body = "ok" }
   }
 }
-`)
+`).URL
 	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -209,30 +217,30 @@ site "a.test" {
 }
 
 func TestReloadKeepsServingOnBadConfig(t *testing.T) {
-	inst, base, path := startConfig(t, sitesConfig)
-	if err := os.WriteFile(path, []byte(`site "a.test" { listen = ["127.0.0.1:1"] route "/" { bogus {} } }`), 0o644); err != nil {
+	srv := startConfig(t, sitesConfig)
+	if err := os.WriteFile(srv.Config, []byte(`site "a.test" { listen = ["127.0.0.1:1"] route "/" { bogus {} } }`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := inst.Reload()
+	err := srv.Inst.Reload()
 	if _, ok := err.(*DiagnosticsError); !ok {
 		t.Fatalf("reload of a bad config: %v, want *DiagnosticsError", err)
 	}
 	if !strings.Contains(err.Error(), "sluice.hcl:1:") {
 		t.Errorf("diagnostics lack FILE:LINE: %s", err)
 	}
-	if status, body := get(t, base+"/hello", "a.test"); status != 200 || body != "hello from a" {
+	if status, body := get(t, srv.URL+"/hello", "a.test"); status != 200 || body != "hello from a" {
 		t.Fatalf("after a refused reload: %d %q", status, body)
 	}
 	// A good reload changes behaviour.
 	good := strings.ReplaceAll(sitesConfig, "hello from a", "hello again")
-	good = strings.ReplaceAll(good, "PORT", strings.TrimPrefix(base, "http://127.0.0.1:"))
-	if err := os.WriteFile(path, []byte(good), 0o644); err != nil {
+	good = strings.ReplaceAll(good, "PORT", strings.TrimPrefix(srv.URL, "http://127.0.0.1:"))
+	if err := os.WriteFile(srv.Config, []byte(good), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := inst.Reload(); err != nil {
+	if err := srv.Inst.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	if status, body := get(t, base+"/hello", "a.test"); status != 200 || body != "hello again" {
+	if status, body := get(t, srv.URL+"/hello", "a.test"); status != 200 || body != "hello again" {
 		t.Fatalf("after a reload: %d %q", status, body)
 	}
 }
@@ -255,7 +263,7 @@ func TestDefaultConfigServesDirectory(t *testing.T) {
 // TestGatewayLimits: allow/deny answers 403; a rate limit keyed by the
 // consumer an auth filter set limits each consumer on its own.
 func TestGatewayLimits(t *testing.T) {
-	_, base, _ := startConfig(t, `
+	base := startConfig(t, `
 site "a.test" {
   listen = ["127.0.0.1:PORT"]
   route "/" {
@@ -271,7 +279,7 @@ site "a.test" {
     deny = ["127.0.0.0/8"]
   }
 }
-`)
+`).URL
 	status := func(path, consumer string) int {
 		req, _ := http.NewRequest("GET", base+path, nil)
 		req.Header.Set("X-Consumer", consumer)
@@ -308,7 +316,7 @@ site "a.test" {
 func TestLiteralHostHeader(t *testing.T) {
 	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, r.Host) }))
 	defer be.Close()
-	_, base, _ := startConfig(t, `
+	base := startConfig(t, `
 site "*" {
   listen = ["127.0.0.1:PORT"]
   route "/" {
@@ -325,7 +333,7 @@ site "*" {
     }
   }
 }
-`)
+`).URL
 	for path, want := range map[string]string{"/": "v2.backend.internal", "/set": "from-header-up"} {
 		if status, body := get(t, base+path, "client.test"); status != 200 || body != want {
 			t.Errorf("%s: %d %q, want 200 %q", path, status, body, want)

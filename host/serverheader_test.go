@@ -41,14 +41,14 @@ func TestServerHeaderEngines(t *testing.T) {
 		{"removed", `server { server_header = "" }`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			inst, base, _ := startConfig(t, tc.server+`
+			srv := startConfig(t, tc.server+`
 site "a.test" {
   listen = ["127.0.0.1:PORT"]
 `+routes+`}
 `)
-			addr := strings.TrimPrefix(base, "http://")
-			engines := append([]exchangetest.Engine{{Name: "listener", URL: base, Client: &http.Client{Timeout: 10 * time.Second}}},
-				exchangetest.Engines(t, inst.Server().dispatchAt(addr))...)
+			addr := strings.TrimPrefix(srv.URL, "http://")
+			engines := append([]exchangetest.Engine{{Name: "listener", URL: srv.URL, Client: &http.Client{Timeout: 10 * time.Second}}},
+				exchangetest.Engines(t, srv.Inst.Server().dispatchAt(addr))...)
 			for _, e := range engines {
 				for path, want := range map[string]string{"/own": tc.want, "/missing": tc.want, "/up/": "upstream/2.0", "/bare/": tc.want} {
 					req, _ := http.NewRequest("GET", e.URL+path, nil)

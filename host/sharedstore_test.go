@@ -49,8 +49,8 @@ site "a.test" {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, a, _ := startConfig(t, tt.src)
-			_, b, _ := startConfig(t, tt.src)
+			a := startConfig(t, tt.src).URL
+			b := startConfig(t, tt.src).URL
 			admitted := 0
 			for i := range 8 {
 				base := a
@@ -130,7 +130,7 @@ site "a.test" {
   }
 }
 `, ln.Addr().String(), t.Name()+":", tt.onError)
-			_, base, _ := startConfig(t, src)
+			base := startConfig(t, src).URL
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			status, _ := get(t, base+"/", "a.test")

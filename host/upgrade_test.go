@@ -37,8 +37,8 @@ func TestShutdownWaitsForWebSocket(t *testing.T) {
 			if c.maxConns != "" {
 				src = "listener \"127.0.0.1:PORT\" {\n  " + c.maxConns + "\n}\n" + src
 			}
-			inst, base, _ := startConfig(t, src)
-			ws, err := websocket.Dial(strings.Replace(base, "http", "ws", 1)+"/ws", "", base)
+			srv := startConfig(t, src)
+			ws, err := websocket.Dial(strings.Replace(srv.URL, "http", "ws", 1)+"/ws", "", srv.URL)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +59,7 @@ func TestShutdownWaitsForWebSocket(t *testing.T) {
 			defer cancel()
 			done := make(chan error, 1)
 			start := time.Now()
-			go func() { done <- inst.Shutdown(ctx) }()
+			go func() { done <- srv.Inst.Shutdown(ctx) }()
 			if !c.closeWS {
 				select {
 				case err := <-done:

@@ -362,7 +362,7 @@ func TestWAFMatchesCounted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the waf module takes seconds to compile")
 	}
-	inst, base, _ := startConfig(t, `
+	srv := startConfig(t, `
 server {
   cache_dir = "`+filepath.Join(os.TempDir(), "sluice-test-wasm-cache")+`"
 }
@@ -389,10 +389,10 @@ site "*" {
   }
 }
 `)
-	admin := "http://" + inst.AdminAddr()
+	admin := "http://" + srv.Inst.AdminAddr()
 	const name = `sluice_filter_log_records_total{filter="waf",level="warn"}`
 	get := func(target, ua string) int {
-		req, _ := http.NewRequest("GET", base+target, nil)
+		req, _ := http.NewRequest("GET", srv.URL+target, nil)
 		req.Host = "shop.example"
 		req.Header.Set("User-Agent", ua)
 		req.Header.Set("Accept", "text/html")

@@ -43,7 +43,7 @@ func TestWebSocketOverH2(t *testing.T) {
 		}
 	}))
 	t.Cleanup(be.Close)
-	_, base, _ := startConfig(t, strings.ReplaceAll(wsH2Config, "BACKEND", be.URL))
+	base := startConfig(t, strings.ReplaceAll(wsH2Config, "BACKEND", be.URL)).URL
 	for _, tc := range []struct{ path, status string }{{"/ws", "200"}, {"/hello", "501"}} {
 		c, err := net.DialTimeout("tcp", strings.TrimPrefix(base, "http://"), 5*time.Second)
 		if err != nil {
