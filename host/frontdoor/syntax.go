@@ -41,7 +41,7 @@ var (
 // On HTTP/1.x it also applies the client's Connection options (see
 // connectionOptions). It allocates nothing on a well-formed request.
 func syntax(x exchange.Exchange) error {
-	if !validMethod(x.Method()) {
+	if !ascii.Token(x.Method()) {
 		return ErrBadMethod
 	}
 	uri := x.RequestURI()
@@ -79,7 +79,7 @@ func (c *checker) field(name, value []byte) {
 	if c.err != nil {
 		return
 	}
-	if !validName(name) || !validValue(value) {
+	if !ascii.Token(name) || !validValue(value) {
 		c.err = ErrBadField
 		return
 	}
@@ -94,19 +94,6 @@ func (c *checker) field(name, value []byte) {
 	}
 }
 
-// validMethod reports whether m is a token (a method, or a field name).
-func validMethod(m []byte) bool {
-	if len(m) == 0 {
-		return false
-	}
-	for _, c := range m {
-		if !tchar[c] {
-			return false
-		}
-	}
-	return true
-}
-
 // validTarget reports whether a request target has no control byte, SP
 // or DEL.
 func validTarget(t []byte) bool {
@@ -117,9 +104,6 @@ func validTarget(t []byte) bool {
 	}
 	return true
 }
-
-// validName reports whether a field name is a token.
-func validName(n []byte) bool { return validMethod(n) }
 
 // validValue reports whether a field value is field-content: no control
 // byte but HTAB, no DEL. obs-text (0x80 and above) is allowed, as
@@ -235,17 +219,3 @@ func connectionOptions(x exchange.Exchange) {
 	}
 	x.SetRequestHeader("Connection", string(keep))
 }
-
-// tchar marks the bytes of a token (RFC 9110, section 5.6.2).
-var tchar = func() (t [256]bool) {
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for c := 'a'; c <= 'z'; c++ {
-		t[c], t[c-'a'+'A'] = true, true
-	}
-	for _, c := range []byte("!#$%&'*+-.^_`|~") {
-		t[c] = true
-	}
-	return t
-}()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/host/exchange"
+	"github.com/sluicehq/sluice/host/internal/ascii"
 	"github.com/valyala/fasthttp"
 	"golang.org/x/net/http2"
 )
@@ -115,7 +116,7 @@ func (s *state) h2Request(u *upstream) (*http.Request, error) {
 		s.toH2 = false
 		s.h2URI = string(s.uri)
 	}
-	if s.h2Bad || !token(x.Method()) || !cleanTarget(s.uri) || s.h.keepHost && !cleanValue(x.Host()) {
+	if s.h2Bad || !ascii.Token(x.Method()) || !cleanTarget(s.uri) || s.h.keepHost && !cleanValue(x.Host()) {
 		// HPACK would carry them, and an upstream that turns the request
 		// into HTTP/1.1 again would write them.
 		return nil, errUnwritable

@@ -96,20 +96,7 @@ var errUnwritable = &exchange.Error{Status: http.StatusBadRequest, Message: "bad
 // writable reports whether a field can be written into an HTTP/1.1
 // head as it is: a name that is a token, a value without CR, LF or NUL.
 func writable(k, v []byte) bool {
-	return token(k) && cleanValue(v)
-}
-
-// token reports whether b is a non-empty token (RFC 9110, 5.6.2).
-func token(b []byte) bool {
-	if len(b) == 0 {
-		return false
-	}
-	for _, c := range b {
-		if !tchar[c] {
-			return false
-		}
-	}
-	return true
+	return ascii.Token(k) && cleanValue(v)
 }
 
 // cleanValue reports whether v has no CR, LF or NUL.
@@ -136,20 +123,6 @@ func cleanTarget(t []byte) bool {
 	return true
 }
 
-// tchar marks the bytes of a token.
-var tchar = func() (t [256]bool) {
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for c := 'a'; c <= 'z'; c++ {
-		t[c], t[c-'a'+'A'] = true, true
-	}
-	for _, c := range []byte("!#$%&'*+-.^_`|~") {
-		t[c] = true
-	}
-	return t
-}()
-
 // buildH1 writes the head of one try into s.hd.wire. It refuses
 // (errUnwritable) a head that would carry a CR, LF or NUL it was given,
 // or a method or target that would split the request line.
@@ -158,7 +131,7 @@ func (s *state) buildH1(u *upstream) error {
 	if len(s.wsKey) > 0 {
 		m = []byte("GET") // extended CONNECT, as HTTP/1.1 (RFC 8441, 5)
 	}
-	if s.hd.bad || !token(m) || !cleanTarget(s.uri) {
+	if s.hd.bad || !ascii.Token(m) || !cleanTarget(s.uri) {
 		return errUnwritable
 	}
 	w := s.hd.wire[:0]

@@ -53,3 +53,32 @@ func HasToken(v []byte, tok string) bool {
 	}
 	return false
 }
+
+// Token reports whether b is a non-empty token (RFC 9110, section
+// 5.6.2): a method or a field name. The front door (host/frontdoor) and
+// the proxy's request writer (host/proxy: head.go) both refuse by it.
+func Token(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		if !tchar[c] {
+			return false
+		}
+	}
+	return true
+}
+
+// tchar marks the bytes of a token.
+var tchar = func() (t [256]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	for _, c := range []byte("!#$%&'*+-.^_`|~") {
+		t[c] = true
+	}
+	return t
+}()

@@ -62,3 +62,14 @@ func BenchmarkHasToken(b *testing.B) {
 		}
 	}
 }
+
+func TestToken(t *testing.T) {
+	for s, want := range map[string]bool{
+		"GET": true, "x-forwarded-for": true, "!#$%&'*+-.^_`|~09azAZ": true,
+		"": false, "GET /": false, "a\r\nb": false, "a\x00": false, "a:b": false, "é": false, `"q"`: false,
+	} {
+		if got := Token([]byte(s)); got != want {
+			t.Errorf("Token(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
