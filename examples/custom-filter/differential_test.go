@@ -188,10 +188,11 @@ func TestDifferential(t *testing.T) {
 		})
 	}
 
-	// The structured log call writes the same line in every SDK.
+	// The structured log call writes the same line in every SDK, and its
+	// pairs are the log line's fields.
 	want := []string{
-		`level=INFO msg="denied path=/PREFIX/private/x agent=\"a \\\"quoted\\\" agent\"" source=guest`,
-		`level=INFO msg="denied path=/PREFIX/private/y agent=\"\"" source=guest`,
+		`level=INFO msg=denied path=/PREFIX/private/x agent="a \"quoted\" agent" source=guest`,
+		`level=INFO msg=denied path=/PREFIX/private/y agent="" source=guest`,
 	}
 	for dir, logs := range logsOf {
 		if !slices.Equal(logs, want) {
