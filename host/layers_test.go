@@ -37,7 +37,7 @@ var layers = []struct {
 	{"their parts", []string{"host/route", "host/tlsconf", "host/tlsconf/tlstest", "host/proxy/forwarded", "host/h2",
 		"host/observe", "host/admin", "host/store", "host/handover"}},
 	{"the exchange every engine and handler speaks", []string{"host/exchange"}},
-	{"internals", []string{"host/internal/...", "host/proxy/internal/...", "host/static/internal/..."}},
+	{"internals", []string{"host/internal/...", "host/proxy/internal/...", "host/static/internal/...", "host/admin/status"}},
 }
 
 // layerOf returns the index of p's layer in layers, or -1.
